@@ -1,0 +1,32 @@
+// mixt-bench: benchmark programs that print figures. Subcommands:
+//   dispatch   host cost of one dispatched op vs calling its kernel directly
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "bench_dispatch.h"
+
+namespace {
+void usage() {
+  std::printf(
+      "usage: mixt-bench <subcommand> [options]\n"
+      "  dispatch [--iters N]   ns/op of add and mm on 4x4 CPU tensors, dispatched vs direct\n");
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  try {
+    if (cmd == "dispatch") return mixt::bench::run_dispatch(argc - 2, argv + 2);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mixt-bench %s: %s\n", cmd.c_str(), e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "mixt-bench: unknown subcommand '%s'\n", cmd.c_str());
+  usage();
+  return 2;
+}

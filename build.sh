@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Sets up a Debian machine (installs missing packages with apt-get), builds mixt
+# and runs the demo or the test suite.
+#   ./build.sh demo    build, then run the main demo
+#   ./build.sh test    build, then run every test suite (CUDA tests skip without a GPU)
+# Environment: BUILD_DIR (default: build), MESON_ARGS (extra `meson setup` options).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+packages=(meson ninja-build g++ pkg-config catch2 libfmt-dev libopenblas-dev
+          libopenmpi-dev openmpi-bin nlohmann-json3-dev libdlpack-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The CUDA backend is built when nvcc is found (it runs only where a GPU is).
+[ -x /usr/local/cuda/bin/nvcc ] && export PATH="$PATH:/usr/local/cuda/bin"
+
+build_dir="${BUILD_DIR:-build}"
+if [ ! -f "$build_dir/build.ninja" ]; then
+  # shellcheck disable=SC2086
+  meson setup "$build_dir" ${MESON_ARGS:-}
+fi
+ninja -C "$build_dir"
+
+case "${1:-}" in
+  demo) shift; "$build_dir/docs/showcase" "$@" ;;
+  test) meson test -C "$build_dir" --print-errorlogs --num-processes 2 ;;
+  *) echo "usage: $0 demo|test" >&2; exit 2 ;;
+esac

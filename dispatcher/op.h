@@ -1,0 +1,96 @@
+// Ops: ids, schemas, the registry and the registration API. Built-in ops come
+// from op_table.def; applications register custom ops with the same API.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include <mixt/dispatcher/keys.h>
+#include <mixt/runtime/macros.h>
+
+namespace mixt {
+
+struct OpCall;
+
+// Kernel signature for every layer and backend. `keys` is the dispatch key set
+// the call was routed with (used to redispatch below the current key).
+using KernelFn = void (*)(OpCall& call, DispatchKeySet keys);
+
+namespace op_flags {
+enum : uint32_t {
+  None = 0,
+  Diff = 1u << 0,        // differentiable
+  Inplace = 1u << 1,     // writes in[0]; out[0] is in[0]
+  View = 1u << 2,        // out[0] shares in[0]'s storage
+  List = 1u << 3,        // takes a tensor list (OpCall::list)
+  Composite = 1u << 4,   // one kernel for every backend, written in terms of other ops
+  Factory = 1u << 5,     // no tensor inputs: keys come from Attrs::device
+  DeviceAttr = 1u << 6,  // dispatches on Attrs::device as well as the inputs
+  Random = 1u << 7,      // draws from a Generator
+  Custom = 1u << 8,      // registered by an application
+};
+}  // namespace op_flags
+
+// Ids of the built-in ops, in op_table.def order. Custom ops get ids after
+// kNumBuiltinOps.
+enum class OpId : uint16_t {
+#define MIXT_OP(name, min_in, max_in, n_out, flags) name,
+#include <mixt/dispatcher/op_table.def>
+#undef MIXT_OP
+  kNumBuiltinOps
+};
+constexpr int kNumBuiltinOps = static_cast<int>(OpId::kNumBuiltinOps);
+constexpr int kMaxOps = 1024;
+
+// What an op is, independent of its kernels.
+struct OpSchema {
+  std::string_view name;
+  uint8_t min_inputs = 0;
+  uint8_t max_inputs = 0;
+  uint8_t outputs = 1;
+  uint32_t flags = op_flags::None;
+};
+
+// A registered op: its schema and its kernel per dispatch key.
+struct OpEntry {
+  OpSchema schema;
+  KernelFn kernels[kNumDispatchKeys] = {};
+  DispatchKeySet mask;  // keys that have a kernel (the others fall through)
+  bool has(uint32_t flag) const { return (schema.flags & flag) != 0; }
+};
+
+namespace detail {
+extern OpEntry g_ops[kMaxOps];
+void ensure_kernels_registered();
+extern bool g_kernels_registered;
+}  // namespace detail
+
+// The entry of op `id` (built-in kernels are registered on first use).
+inline const OpEntry& op_entry(OpId id) {
+  if (MIXT_UNLIKELY(!detail::g_kernels_registered)) detail::ensure_kernels_registered();
+  return detail::g_ops[static_cast<int>(id)];
+}
+// Name of op `id`.
+std::string_view op_name(OpId id);
+// Number of registered ops (built-in and custom).
+int num_ops();
+// The id of the op called `name`; throws mixt::Error when there is none.
+OpId find_op(std::string_view name);
+// True when an op called `name` exists.
+bool has_op(std::string_view name);
+
+// Declares a new op (an application's custom op); throws on a duplicate name
+// or a schema beyond OpCall's capacity. Returns its id.
+OpId register_op(const OpSchema& schema);
+// Binds `fn` as op `id`'s kernel for `key` (replacing any earlier one).
+void register_kernel(OpId id, DispatchKey key, KernelFn fn);
+// Binds `fn` for every backend key (CPU and CUDA): views and composite ops.
+void register_backend_kernel(OpId id, KernelFn fn);
+// Registers the CPU kernels of the built-in ops (done on first use).
+void register_cpu_kernels();
+// Registers the CUDA kernels of the built-in ops (a no-op without CUDA).
+void register_cuda_kernels();
+// Registers the kernels that serve every backend (views, composites).
+void register_common_kernels();
+
+}  // namespace mixt

@@ -1,0 +1,181 @@
+// The op registry: built-in schemas (constant-initialized from op_table.def),
+// custom op registration, kernel binding, and the one-time registration of the
+// built-in kernels.
+#include <mutex>
+
+#include <mixt/dispatcher/dispatch.h>
+#include <mixt/runtime/check.h>
+
+namespace mixt {
+namespace detail {
+namespace {
+using namespace op_flags;
+}  // namespace
+
+namespace {
+constexpr OpSchema kBuiltinSchemas[] = {
+#define MIXT_OP(name, min_in, max_in, n_out, flags) OpSchema{#name, min_in, max_in, n_out, flags},
+#include <mixt/dispatcher/op_table.def>
+#undef MIXT_OP
+};
+static_assert(sizeof(kBuiltinSchemas) / sizeof(OpSchema) == kNumBuiltinOps);
+}  // namespace
+
+OpEntry g_ops[kMaxOps];
+bool g_kernels_registered = false;
+
+namespace {
+std::mutex g_registry_mutex;
+int g_num_ops = kNumBuiltinOps;
+std::once_flag g_schemas_once, g_register_once;
+thread_local bool t_registering_builtins = false;
+
+// The built-in schemas, copied in once (before any kernel registration).
+void init_builtin_schemas() {
+  std::call_once(g_schemas_once, [] {
+    for (int i = 0; i < kNumBuiltinOps; ++i) g_ops[i].schema = kBuiltinSchemas[i];
+  });
+}
+}  // namespace
+
+void ensure_kernels_registered() {
+  std::call_once(g_register_once, [] {
+    init_builtin_schemas();
+    t_registering_builtins = true;
+    register_common_kernels();
+    register_cpu_kernels();
+    register_cuda_kernels();
+    t_registering_builtins = false;
+    g_kernels_registered = true;
+  });
+}
+
+[[noreturn]] void throw_no_kernel(const OpCall& call, DispatchKeySet keys) {
+  std::string names;
+  for (int k = kNumDispatchKeys - 1; k >= 0; --k) {
+    if (!keys.has(static_cast<DispatchKey>(k))) continue;
+    if (!names.empty()) names += ", ";
+    names += dispatch_key_name(static_cast<DispatchKey>(k));
+  }
+  throw Error(std::string(op_name(call.op)),
+              fmt::format("no kernel for dispatch keys {{{}}}: this op is not implemented there "
+                          "(docs/op_support.md lists what is)",
+                          names),
+              call.describe_inputs());
+}
+
+[[noreturn]] void throw_bad_arity(const OpCall& call, const OpEntry& e) {
+  for (int i = 0; i < e.schema.min_inputs && i < call.n_in; ++i)
+    if (!call.in[i].defined())
+      throw Error(std::string(e.schema.name), fmt::format("input {} is undefined", i), call.describe_inputs());
+  throw Error(std::string(e.schema.name),
+              fmt::format("takes {} to {} inputs, got {}", e.schema.min_inputs, e.schema.max_inputs, call.n_in),
+              call.describe_inputs());
+}
+
+[[noreturn]] void rethrow_with_context(const Error& e, const OpCall& call) {
+  throw Error(e.op(), e.message(), call.describe_inputs());
+}
+
+}  // namespace detail
+
+std::string_view op_name(OpId id) {
+  detail::init_builtin_schemas();
+  const int i = static_cast<int>(id);
+  return i >= 0 && i < num_ops() ? detail::g_ops[i].schema.name : std::string_view("<invalid op>");
+}
+
+int num_ops() {
+  detail::init_builtin_schemas();
+  std::lock_guard lock(detail::g_registry_mutex);
+  return detail::g_num_ops;
+}
+
+bool has_op(std::string_view name) {
+  detail::init_builtin_schemas();
+  std::lock_guard lock(detail::g_registry_mutex);
+  for (int i = 0; i < detail::g_num_ops; ++i)
+    if (detail::g_ops[i].schema.name == name) return true;
+  return false;
+}
+
+OpId find_op(std::string_view name) {
+  detail::init_builtin_schemas();
+  std::lock_guard lock(detail::g_registry_mutex);
+  for (int i = 0; i < detail::g_num_ops; ++i)
+    if (detail::g_ops[i].schema.name == name) return static_cast<OpId>(i);
+  MIXT_FAIL("find_op", "no op named '{}'", name);
+}
+
+OpId register_op(const OpSchema& schema) {
+  detail::ensure_kernels_registered();
+  MIXT_CHECK(!schema.name.empty(), "register_op", "an op needs a name");
+  MIXT_CHECK(schema.max_inputs <= kMaxInputs && schema.min_inputs <= schema.max_inputs, "register_op",
+             "op '{}': inputs must satisfy min <= max <= {} (got {}..{})", schema.name, kMaxInputs, schema.min_inputs,
+             schema.max_inputs);
+  MIXT_CHECK(schema.outputs >= 1 && schema.outputs <= kMaxOutputs, "register_op",
+             "op '{}': 1..{} outputs supported (got {})", schema.name, kMaxOutputs, schema.outputs);
+  MIXT_CHECK(!has_op(schema.name), "register_op", "an op named '{}' already exists", schema.name);
+  std::lock_guard lock(detail::g_registry_mutex);
+  MIXT_CHECK(detail::g_num_ops < kMaxOps, "register_op", "the op table is full ({} ops)", kMaxOps);
+  // The name must outlive the registry: keep a copy.
+  static std::vector<std::unique_ptr<std::string>> names;
+  names.push_back(std::make_unique<std::string>(schema.name));
+  OpEntry& e = detail::g_ops[detail::g_num_ops];
+  e = OpEntry{};
+  e.schema = schema;
+  e.schema.name = *names.back();
+  e.schema.flags |= op_flags::Custom;
+  return static_cast<OpId>(detail::g_num_ops++);
+}
+
+void register_kernel(OpId id, DispatchKey key, KernelFn fn) {
+  // An application's kernel must not be overwritten by the built-in ones later.
+  if (!detail::t_registering_builtins) detail::ensure_kernels_registered();
+  const int i = static_cast<int>(id);
+  MIXT_CHECK(i >= 0 && i < num_ops(), "register_kernel", "op id {} does not exist", i);
+  std::lock_guard lock(detail::g_registry_mutex);
+  OpEntry& e = detail::g_ops[i];
+  e.kernels[static_cast<int>(key)] = fn;
+  e.mask = fn ? (e.mask | key) : (e.mask - key);
+}
+
+void register_backend_kernel(OpId id, KernelFn fn) {
+  register_kernel(id, DispatchKey::CPU, fn);
+  register_kernel(id, DispatchKey::CUDA, fn);
+}
+
+std::string_view dispatch_key_name(DispatchKey k) {
+  switch (k) {
+    case DispatchKey::CPU: return "CPU";
+    case DispatchKey::CUDA: return "CUDA";
+    case DispatchKey::Autograd: return "Autograd";
+    case DispatchKey::AutocastCPU: return "AutocastCPU";
+    case DispatchKey::AutocastCUDA: return "AutocastCUDA";
+  }
+  return "Reserved";
+}
+
+void OpCall::throw_too_many_inputs() const {
+  throw Error(std::string(op_name(op)), fmt::format("an OpCall holds at most {} inputs", kMaxInputs),
+              describe_inputs());
+}
+
+std::string OpCall::describe_inputs() const {
+  std::string s;
+  auto add = [&](const Tensor& t) {
+    if (!s.empty()) s += ", ";
+    s += t.defined() ? t.describe() : std::string("undefined");
+  };
+  for (int i = 0; i < n_in; ++i) add(in[i]);
+  for (const Tensor& t : list) add(t);
+  return s;
+}
+
+}  // namespace mixt
+
+namespace mixt::detail {
+void throw_op_error(const OpCall& call, std::string message) {
+  throw Error(std::string(op_name(call.op)), std::move(message), call.describe_inputs());
+}
+}  // namespace mixt::detail

@@ -1,0 +1,60 @@
+// A custom op, registered with the same API the built-in ops use: a schema,
+// a CPU kernel, and a typed front end that builds the OpCall.
+#include <cmath>
+#include <iostream>
+
+#include <mixt/dispatcher/op_check.h>
+#include <mixt/mixt.h>
+
+using namespace mixt;
+
+namespace {
+
+// Kernel: out = x * tanh(softplus(x)) ("mish"), float32 and float64.
+void mish_cpu(OpCall& c, DispatchKeySet) {
+  const Tensor x = c.in[0].contiguous();
+  MIXT_CHECK_OP(x.dtype() == kFloat32 || x.dtype() == kFloat64, c, "expects float32 or float64, got {}",
+                x.dtype());
+  Tensor out = make_empty(x.sizes(), x.dtype(), x.device());
+  auto run = [&](auto* in, auto* o) {
+    for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] * std::tanh(std::log1p(std::exp(in[i])));
+  };
+  if (x.dtype() == kFloat32) run(x.data_ptr<float>(), out.data_ptr<float>());
+  else run(x.data_ptr<double>(), out.data_ptr<double>());
+  c.out[0] = out;
+}
+
+// Registers the op once and returns its id.
+OpId mish_op() {
+  static const OpId id = [] {
+    OpId op = register_op({.name = "example::mish", .min_inputs = 1, .max_inputs = 1, .outputs = 1});
+    register_kernel(op, DispatchKey::CPU, mish_cpu);
+    return op;
+  }();
+  return id;
+}
+
+// The typed front end.
+Tensor mish(const Tensor& x) {
+  OpCall c(mish_op());
+  c.push(x);
+  return call_op(c);
+}
+
+}  // namespace
+
+int main() {
+  Tensor x = from_vector(std::vector<float>{-2, -1, 0, 1, 2});
+  Tensor y = mish(x);
+  std::cout << y << "\n";
+  // Check against the composition of built-in ops.
+  Tensor ref = x * tanh(softplus(x));
+  const double diff = max((y - ref).abs()).item<double>();
+  std::cout << "max difference to the built-in composition: " << diff << "\n";
+  try {
+    mish(from_vector(std::vector<int32_t>{1}));
+  } catch (const Error& e) {
+    std::cout << "error: " << e.what() << "\n";
+  }
+  return diff < 1e-6 ? 0 : 1;
+}

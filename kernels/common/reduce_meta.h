@@ -1,0 +1,69 @@
+// Backend-independent parts of the reductions and scans: which dims are reduced,
+// the result's shape, and the result dtype of each op (PyTorch's rules). Host
+// code only (errors are formatted with fmt): a CUDA backend calls these from its
+// .cpp launchers, never from .cu files.
+#pragma once
+
+#include <cstdint>
+
+#include <mixt/dispatcher/op_check.h>
+
+namespace mixt {
+
+struct ReduceSpec {
+  uint32_t mask = 0;          // bit d set: dimension d is reduced
+  Shape out_sizes;            // the result's sizes (keepdim applied)
+  int64_t reduced_numel = 1;  // elements folded into each output
+};
+
+// Wraps and validates `dims` (empty: every dim; negative: from the end; no repeats)
+// for an input of `sizes`; errors name the op of `call` and describe its inputs.
+inline ReduceSpec make_reduce_spec(const OpCall& call, const Shape& sizes, const Shape& dims, bool keepdim) {
+  ReduceSpec s;
+  const int nd = sizes.size();
+  const int64_t n = nd > 0 ? nd : 1;  // a 0-dim tensor accepts dim 0 and -1
+  if (dims.empty()) {
+    s.mask = nd > 0 ? (1u << nd) - 1u : 0u;
+  } else {
+    uint32_t seen = 0;
+    for (int64_t d : dims) {
+      MIXT_CHECK_OP(d >= -n && d < n, call, "dimension {} is out of range for a tensor of {} dimensions", d, nd);
+      const int w = static_cast<int>(d < 0 ? d + n : d);
+      MIXT_CHECK_OP(!(seen & (1u << w)), call, "dimension {} appears more than once in the dims {}", w, dims);
+      seen |= 1u << w;
+    }
+    s.mask = nd > 0 ? seen : 0u;
+  }
+  for (int d = 0; d < nd; ++d) {
+    if (s.mask & (1u << d)) {
+      s.reduced_numel *= sizes[d];
+      if (keepdim) s.out_sizes.push_back(1);
+    } else {
+      s.out_sizes.push_back(sizes[d]);
+    }
+  }
+  return s;
+}
+
+// Result dtype of sum, prod, cumsum and cumprod: `requested` when given, else
+// int64 for integer and bool inputs, else the input's dtype.
+inline ScalarType sum_result_dtype(ScalarType in, ScalarType requested) {
+  if (requested != ScalarType::Undefined) return requested;
+  return is_floating(in) ? in : kInt64;
+}
+
+// Result dtype of mean, var, std and norm: `requested` or the input's; both must be
+// floating (PyTorch refuses to infer a floating dtype for these).
+inline ScalarType floating_result_dtype(const OpCall& call, ScalarType in, ScalarType requested) {
+  if (requested != ScalarType::Undefined) {
+    MIXT_CHECK_OP(is_floating(requested), call, "the requested dtype must be floating, got {}", requested);
+    return requested;
+  }
+  MIXT_CHECK_OP(is_floating(in), call, "expected a floating input (or a floating dtype= argument), got {}", in);
+  return in;
+}
+
+// Result dtype of logsumexp: integer and bool inputs give float32.
+inline ScalarType logsumexp_result_dtype(ScalarType in) { return is_floating(in) ? in : kFloat32; }
+
+}  // namespace mixt

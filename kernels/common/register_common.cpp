@@ -1,0 +1,12 @@
+#include <mixt/dispatcher/op.h>
+#include <mixt/kernels/common/register.h>
+
+namespace mixt {
+
+void register_common_kernels() {
+  register_view_kernels();
+  register_movement_kernels();
+  register_composite_kernels();
+}
+
+}  // namespace mixt

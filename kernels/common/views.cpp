@@ -1,0 +1,169 @@
+// View kernels: they compute new geometry over the same storage, so one kernel
+// serves every backend.
+#include <algorithm>
+
+#include <mixt/dispatcher/dispatch.h>
+#include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/register.h>
+
+namespace mixt {
+namespace {
+
+void set_view(OpCall& c, const Shape& sizes, const Shape& strides, int64_t offset) {
+  c.out[0] = make_view(c.in[0], sizes, strides, offset);
+}
+
+void view_kernel(OpCall& c, DispatchKeySet) {
+  const Tensor& t = c.in[0];
+  const Shape shape = infer_size(c.attrs.shape, t.numel(), "view");
+  auto st = view_strides(t.sizes(), t.strides(), shape);
+  MIXT_CHECK_OP(st.has_value(), c,
+                "shape {} cannot view this tensor's memory (strides {}): use reshape(), which copies", shape,
+                t.strides());
+  set_view(c, shape, *st, t.storage_offset());
+}
+
+void permute_kernel(OpCall& c, DispatchKeySet) {
+  const Tensor& t = c.in[0];
+  const Shape& dims = c.attrs.shape;
+  MIXT_CHECK_OP(dims.size() == t.dim(), c, "{} dims given for a tensor of {} dimensions", dims.size(), t.dim());
+  Shape sizes, strides;
+  bool seen[kMaxDims] = {};
+  for (int i = 0; i < dims.size(); ++i) {
+    const int d = static_cast<int>(wrap_dim(dims[i], t.dim(), "permute"));
+    MIXT_CHECK_OP(!seen[d], c, "dims {} repeat dimension {}", dims, d);
+    seen[d] = true;
+    sizes.push_back(t.sizes()[d]);
+    strides.push_back(t.strides()[d]);
+  }
+  set_view(c, sizes, strides, t.storage_offset());
+}
+
+void slice_kernel(OpCall& c, DispatchKeySet) {
+  const Tensor& t = c.in[0];
+  MIXT_CHECK_OP(t.dim() > 0, c, "cannot slice a 0-dim tensor");
+  const int d = static_cast<int>(wrap_dim(c.attrs.dim, t.dim(), "slice"));
+  const int64_t n = t.sizes()[d], step = c.attrs.i2;
+  MIXT_CHECK_OP(step > 0, c, "slice step must be positive (got {})", step);
+  int64_t start = c.attrs.i0, end = c.attrs.i1;
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  end = std::clamp<int64_t>(end, start, n);
+  Shape sizes = t.sizes(), strides = t.strides();
+  sizes[d] = (end - start + step - 1) / step;
+  strides[d] *= step;
+  set_view(c, sizes, strides, t.storage_offset() + start * t.strides()[d]);
+}
+
+void select_kernel(OpCall& c, DispatchKeySet) {
+  const Tensor& t = c.in[0];
+  MIXT_CHECK_OP(t.dim() > 0, c, "cannot select from a 0-dim tensor");
+  const int d = static_cast<int>(wrap_dim(c.attrs.dim, t.dim(), "select"));
+  const int64_t n = t.sizes()[d];
+  int64_t i = c.attrs.i0;
+  MIXT_CHECK_OP(i >= -n && i < n, c, "index {} is out of range for dimension {} of size {}", i, d, n);
+  if (i < 0) i += n;
+  Shape sizes = t.sizes(), strides = t.strides();
+  sizes.erase(d);
+  strides.erase(d);
+  set_view(c, sizes, strides, t.storage_offset() + i * t.strides()[d]);
+}
+
+void expand_kernel(OpCall& c, DispatchKeySet) {
+  const Tensor& t = c.in[0];
+  const Shape& target = c.attrs.shape;
+  MIXT_CHECK_OP(target.size() >= t.dim(), c, "cannot expand {} dimensions to the {} of {}", t.dim(),
+                target.size(), target);
+  Shape sizes, strides;
+  sizes.resize(target.size());
+  strides.resize(target.size());
+  const int lead = target.size() - static_cast<int>(t.dim());
+  for (int i = 0; i < target.size(); ++i) {
+    if (i < lead) {
+      MIXT_CHECK_OP(target[i] >= 0, c, "new leading dimension {} of {} must be non-negative", i, target);
+      sizes[i] = target[i];
+      strides[i] = 0;
+      continue;
+    }
+    const int64_t have = t.sizes()[i - lead];
+    const int64_t want = target[i] == -1 ? have : target[i];
+    MIXT_CHECK_OP(want == have || have == 1, c, "cannot expand size {} to {} at dimension {} (target {})", have,
+                  want, i, target);
+    sizes[i] = want;
+    strides[i] = want == have ? t.strides()[i - lead] : 0;
+  }
+  set_view(c, sizes, strides, t.storage_offset());
+}
+
+void squeeze_kernel(OpCall& c, DispatchKeySet) {
+  const Tensor& t = c.in[0];
+  bool drop[kMaxDims] = {};
+  if (c.attrs.shape.empty()) {
+    for (int d = 0; d < t.dim(); ++d) drop[d] = t.sizes()[d] == 1;
+  } else {
+    for (int64_t dim : c.attrs.shape) {
+      if (t.dim() == 0) {
+        wrap_dim(dim, 0, "squeeze");
+        continue;
+      }
+      const int d = static_cast<int>(wrap_dim(dim, t.dim(), "squeeze"));
+      drop[d] = t.sizes()[d] == 1;
+    }
+  }
+  Shape sizes, strides;
+  for (int d = 0; d < t.dim(); ++d) {
+    if (drop[d]) continue;
+    sizes.push_back(t.sizes()[d]);
+    strides.push_back(t.strides()[d]);
+  }
+  set_view(c, sizes, strides, t.storage_offset());
+}
+
+void unsqueeze_kernel(OpCall& c, DispatchKeySet) {
+  const Tensor& t = c.in[0];
+  const int d = static_cast<int>(wrap_dim(c.attrs.dim, t.dim() + 1, "unsqueeze"));
+  MIXT_CHECK_OP(t.dim() < kMaxDims, c, "a tensor of {} dimensions cannot gain another (at most {})", t.dim(),
+                kMaxDims);
+  Shape sizes = t.sizes(), strides = t.strides();
+  const int64_t stride = d < t.dim() ? t.strides()[d] * t.sizes()[d] : 1;
+  sizes.insert(d, 1);
+  strides.insert(d, stride);
+  set_view(c, sizes, strides, t.storage_offset());
+}
+
+void as_strided_kernel(OpCall& c, DispatchKeySet) {
+  const Tensor& t = c.in[0];
+  const Shape& sizes = c.attrs.shape;
+  const Shape& strides = c.attrs.shape2;
+  MIXT_CHECK_OP(sizes.size() == strides.size(), c, "sizes {} and strides {} differ in length", sizes, strides);
+  const int64_t offset = c.attrs.i0 < 0 ? t.storage_offset() : c.attrs.i0;
+  int64_t last = offset;
+  bool empty = false;
+  for (int i = 0; i < sizes.size(); ++i) {
+    MIXT_CHECK_OP(sizes[i] >= 0 && strides[i] >= 0, c, "negative size or stride (sizes {}, strides {})", sizes,
+                  strides);
+    if (sizes[i] == 0) empty = true;
+    last += (sizes[i] - 1) * strides[i];
+  }
+  const int64_t capacity = static_cast<int64_t>(t.impl()->storage->nbytes) / t.element_size();
+  MIXT_CHECK_OP(empty || last < capacity, c,
+                "sizes {} strides {} at offset {} reach element {}, beyond the storage's {} elements", sizes,
+                strides, offset, last, capacity);
+  set_view(c, sizes, strides, offset);
+}
+
+}  // namespace
+
+void register_view_kernels() {
+  register_backend_kernel(OpId::view, view_kernel);
+  register_backend_kernel(OpId::permute, permute_kernel);
+  register_backend_kernel(OpId::slice, slice_kernel);
+  register_backend_kernel(OpId::select, select_kernel);
+  register_backend_kernel(OpId::expand, expand_kernel);
+  register_backend_kernel(OpId::squeeze, squeeze_kernel);
+  register_backend_kernel(OpId::unsqueeze, unsqueeze_kernel);
+  register_backend_kernel(OpId::as_strided, as_strided_kernel);
+}
+
+}  // namespace mixt

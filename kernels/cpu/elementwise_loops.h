@@ -1,0 +1,120 @@
+// Typed loops of the CPU elementwise kernels (unary, binary, compare, ternary):
+// out[i] = f(in_0[i], ...) over broadcast, strided operands, with a contiguous
+// fast path and OpenMP for large tensors. Values reach `f` in opmath precision
+// and are rounded once on store.
+#pragma once
+
+#include <atomic>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include <mixt/kernels/common/convert.h>
+#include <mixt/kernels/common/elementwise.h>
+#include <mixt/kernels/cpu/loops.h>
+#include <mixt/runtime/dtype.h>
+#include <mixt/runtime/tensor.h>
+
+namespace mixt::cpu {
+
+// The storage value at `p`, widened to opmath.
+template <class T>
+MIXT_ALWAYS_INLINE opmath_t<T> load(const char* p) {
+  return static_cast<opmath_t<T>>(*reinterpret_cast<const T*>(p));
+}
+
+// Loops writing storage type Out from inputs of storage types In...
+template <class Out, class... In>
+struct Map {
+  // One run of `n` elements (dim 0 of the layout).
+  template <class F, size_t... K>
+  static MIXT_ALWAYS_INLINE void run(char* const* p, const int64_t* s, int64_t n, const F& f,
+                                     std::index_sequence<K...>) {
+    if (s[0] == sizeof(Out) && ((s[K + 1] == sizeof(In)) && ...)) {
+      Out* o = reinterpret_cast<Out*>(p[0]);
+      const std::tuple<const In*...> x{reinterpret_cast<const In*>(p[K + 1])...};
+      for (int64_t i = 0; i < n; ++i) o[i] = convert<Out>(f(static_cast<opmath_t<In>>(std::get<K>(x)[i])...));
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<Out*>(p[0] + i * s[0]) = convert<Out>(f(load<In>(p[K + 1] + i * s[K + 1])...));
+    }
+  }
+
+  // out = f(ins...) elementwise; each input broadcasts to out's shape.
+  template <class F, class... Ts>
+  static void apply(const Tensor& out, const F& f, const Ts&... ins) {
+    static_assert(sizeof...(Ts) == sizeof...(In), "one tensor per input type");
+    constexpr int kN = sizeof...(In) + 1;
+    const OperandGeometry geom[kN] = {{&out.sizes(), &out.strides(), out.element_size()},
+                                      {&ins.sizes(), &ins.strides(), ins.element_size()}...};
+    const StridedLayout L = make_strided_layout(out.sizes(), geom);
+    char* base[kN] = {static_cast<char*>(out.data_ptr()), static_cast<char*>(ins.data_ptr())...};
+    for_each(L, base,
+             [&](char** p, const int64_t* s, int64_t n) { run(p, s, n, f, std::index_sequence_for<In...>{}); });
+  }
+};
+
+// True when pred(v) holds for some element v (as opmath) of `t`, of storage type T.
+template <class T, class P>
+bool any_element(const Tensor& t, const P& pred) {
+  std::atomic<bool> found{false};
+  const OperandGeometry geom[1] = {{&t.sizes(), &t.strides(), t.element_size()}};
+  const StridedLayout L = make_strided_layout(t.sizes(), geom);
+  char* base[1] = {static_cast<char*>(t.data_ptr())};
+  for_each(L, base, [&](char** p, const int64_t* s, int64_t n) {
+    bool hit = false;
+    for (int64_t i = 0; i < n; ++i) hit |= static_cast<bool>(pred(load<T>(p[0] + i * s[0])));
+    if (hit) found.store(true, std::memory_order_relaxed);
+  });
+  return found.load(std::memory_order_relaxed);
+}
+
+// A Scalar as an opmath value of storage type T (integers wrap as a cast would).
+template <class T>
+opmath_t<T> scalar_value(const Scalar& s) {
+  using M = opmath_t<T>;
+  if constexpr (std::is_same_v<M, bool>)
+    return s.to_bool();
+  else if constexpr (std::is_floating_point_v<M>)
+    return static_cast<M>(s.to_double());
+  else if (s.is_floating())
+    return convert<M>(s.to_double());
+  else
+    return convert<M>(s.to_int());
+}
+
+// A Scalar rounded to storage type T, then widened to opmath.
+template <class T>
+opmath_t<T> scalar_value_rounded(const Scalar& s) {
+  return static_cast<opmath_t<T>>(convert<T>(scalar_value<T>(s)));
+}
+
+// Turns scalar operand `i` of `e` into a 0-dim tensor of the compute dtype.
+inline void materialize_scalar(Elementwise& e, int i) {
+  TensorOptions opt;
+  opt.dtype = e.compute;
+  e.inputs[i] = scalar_tensor(e.scalars[i], opt);
+  e.is_scalar[i] = false;
+}
+
+// Runs binary functor `op` (on opmath of T, writing Out) over e's operands: tensor with
+// tensor, tensor with scalar or scalar with tensor. `rounded`: scalars are first rounded to T.
+template <class Out, class T, class Op>
+void run_binary(Elementwise& e, const Op& op, bool rounded = false) {
+  using M = opmath_t<T>;
+  if (e.is_scalar[0] && e.is_scalar[1]) materialize_scalar(e, 0);
+  auto value = [&](int i) { return rounded ? scalar_value_rounded<T>(e.scalars[i]) : scalar_value<T>(e.scalars[i]); };
+  if (e.is_scalar[1]) {
+    const M b = value(1);
+    Map<Out, T>::apply(
+        e.out, [op, b](M a) { return op(a, b); }, e.inputs[0]);
+  } else if (e.is_scalar[0]) {
+    const M a = value(0);
+    Map<Out, T>::apply(
+        e.out, [op, a](M b) { return op(a, b); }, e.inputs[1]);
+  } else {
+    Map<Out, T, T>::apply(e.out, op, e.inputs[0], e.inputs[1]);
+  }
+}
+
+}  // namespace mixt::cpu

@@ -1,0 +1,298 @@
+// mm, bmm, addmm and baddbmm on the CPU. float32/float64 go to OpenBLAS (strided operands are passed without a
+// copy when one of their strides is 1); float16, bfloat16 and fp8 are widened to float32, multiplied with sgemm
+// (f32 accumulation) and rounded once; integers use an int64-accumulating loop. Everything accumulates into a
+// contiguous buffer of the accumulate type that is then copied (and rounded) into the output.
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <vector>
+
+#include <cblas.h>
+
+#include <mixt/dispatcher/dispatch.h>
+#include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/cpu/loops.h>
+#include <mixt/kernels/cpu/register.h>
+#include <mixt/runtime/dtype_visit.h>
+#include <mixt/runtime/ops.h>
+
+namespace mixt::cpu {
+namespace {
+
+// Below this many multiply-adds per matrix, a batch is split across threads (each BLAS call stays on its thread).
+constexpr int64_t kSmallGemm = 64 * 1024;
+// Multiply-adds per thread the integer loop and the batch split aim for.
+constexpr int64_t kWorkGrain = 32 * 1024;
+// Column tile of the integer loop (the row accumulator stays in L1).
+constexpr int64_t kIntTile = 256;
+
+// One checked call: a [B?, n, k] @ b [B?, k, m], plus beta * bias for addmm/baddbmm.
+struct Product {
+  Tensor a, b, bias;
+  bool batched = false;
+  int64_t batch = 1, n = 0, k = 0, m = 0;
+  ScalarType in_dtype = ScalarType::Undefined;
+  ScalarType out_dtype = ScalarType::Undefined;
+  Scalar alpha = 1, beta = 0;
+  Shape out_shape;
+};
+
+// True when `from` broadcasts to `to` (numpy rules, trailing dims aligned).
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  for (int i = 1; i <= from.size(); ++i) {
+    const int64_t f = from[from.size() - i];
+    if (f != 1 && f != to[to.size() - i]) return false;
+  }
+  return true;
+}
+
+// The dtype the result is returned in: the operands' dtype, or float32 from a narrow float.
+ScalarType resolve_out_dtype(const OpCall& c, ScalarType in) {
+  const ScalarType req = c.attrs.dtype;
+  if (req == ScalarType::Undefined || req == in) return in;
+  MIXT_CHECK_OP(req == kFloat32 && is_reduced_float(in), c,
+                "out_dtype {} is not supported for {} operands (only float32 from float16, bfloat16 or float8)", req,
+                in);
+  return req;
+}
+
+// Validates the inputs of mm/bmm/addmm/baddbmm and fills a Product.
+Product check_product(const OpCall& c, bool batched, bool scaled) {
+  Product p;
+  const int first = scaled ? 1 : 0;
+  p.a = c.in[first];
+  p.b = c.in[first + 1];
+  p.batched = batched;
+  const int64_t rank = batched ? 3 : 2;
+  MIXT_CHECK_OP(p.a.dim() == rank && p.b.dim() == rank, c, "expected {}-D operands, got {}-D and {}-D", rank,
+                p.a.dim(), p.b.dim());
+  MIXT_CHECK_OP(p.a.device() == p.b.device() && p.a.is_cpu(), c,
+                "expected both operands on the CPU, but found {} and {}", p.a.device(), p.b.device());
+  MIXT_CHECK_OP(p.a.dtype() == p.b.dtype(), c, "expected m1 and m2 to have the same dtype, but got: {} != {}",
+                p.a.dtype(), p.b.dtype());
+  p.in_dtype = p.a.dtype();
+  MIXT_CHECK_OP(p.in_dtype != kBool, c, "not implemented for bool operands");
+  MIXT_CHECK_OP(p.a.size(-1) == p.b.size(-2), c, "shapes {} and {} cannot be multiplied ({} != {})", p.a.sizes(),
+                p.b.sizes(), p.a.size(-1), p.b.size(-2));
+  if (batched)
+    MIXT_CHECK_OP(p.a.size(0) == p.b.size(0), c, "batch sizes differ: {} and {}", p.a.size(0), p.b.size(0));
+  p.batch = batched ? p.a.size(0) : 1;
+  p.n = p.a.size(-2);
+  p.k = p.a.size(-1);
+  p.m = p.b.size(-1);
+  p.out_shape = batched ? Shape{p.batch, p.n, p.m} : Shape{p.n, p.m};
+  p.out_dtype = resolve_out_dtype(c, p.in_dtype);
+  if (scaled) {
+    p.bias = c.in[0];
+    p.beta = c.attrs.s0;
+    p.alpha = c.attrs.s1;
+    MIXT_CHECK_OP(p.bias.device() == p.a.device(), c, "expected the bias on {}, but found {}", p.a.device(),
+                  p.bias.device());
+    MIXT_CHECK_OP(p.bias.dtype() == p.in_dtype || p.bias.dtype() == p.out_dtype, c,
+                  "expected the bias in {} (the operands' dtype) or the out_dtype, but got {}", p.in_dtype,
+                  p.bias.dtype());
+    MIXT_CHECK_OP(broadcasts_to(p.bias.sizes(), p.out_shape), c, "bias of shape {} cannot be broadcast to {}",
+                  p.bias.sizes(), p.out_shape);
+  }
+  if (is_integral(p.in_dtype))
+    MIXT_CHECK_OP(!p.alpha.is_floating() && !p.beta.is_floating(), c,
+                  "alpha and beta must not be floating point numbers for {} operands", p.in_dtype);
+  return p;
+}
+
+// An operand as BLAS reads it: row-major (or transposed) matrices `ld` elements apart, `batch_stride` between them.
+struct BlasOperand {
+  Tensor keep;  // the tensor the pointer refers to (a contiguous copy when the strides do not fit)
+  const void* data = nullptr;
+  int64_t batch_stride = 0;
+  int64_t ld = 0;
+  bool trans = false;
+};
+
+// Describes `t` ([B?, rows, cols]) for BLAS, copying it only when neither of its matrix strides is 1.
+BlasOperand blas_operand(const OpCall& c, const Tensor& t) {
+  const int64_t rows = t.size(-2), cols = t.size(-1);
+  const int64_t rs = t.stride(-2), cs = t.stride(-1);
+  BlasOperand op;
+  if ((cols <= 1 || cs == 1) && (rows <= 1 || rs >= cols)) {
+    op.keep = t;
+    op.ld = rows <= 1 ? cols : rs;
+  } else if ((rows <= 1 || rs == 1) && (cols <= 1 || cs >= rows)) {
+    op.keep = t;
+    op.trans = true;
+    op.ld = cols <= 1 ? rows : cs;
+  } else {
+    op.keep = contiguous(t);
+    op.ld = cols;
+  }
+  op.ld = std::max<int64_t>(op.ld, 1);
+  op.data = op.keep.data_ptr();
+  op.batch_stride = t.dim() == 3 ? op.keep.stride(0) : 0;
+  MIXT_CHECK_OP(rows <= INT_MAX && cols <= INT_MAX && op.ld <= INT_MAX, c,
+                "matrix of shape {} is too large for BLAS (32-bit sizes)", t.sizes());
+  return op;
+}
+
+// BLAS calls of one element type.
+void gemm(bool ta, bool tb, int n, int m, int k, float alpha, const float* a, int lda, const float* b, int ldb,
+          float beta, float* out) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, n, m, k, alpha, a, lda,
+              b, ldb, beta, out, m);
+}
+void gemm(bool ta, bool tb, int n, int m, int k, double alpha, const double* a, int lda, const double* b, int ldb,
+          double beta, double* out) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, n, m, k, alpha, a, lda,
+              b, ldb, beta, out, m);
+}
+
+// acc[i] = alpha * a[i] @ b[i] + beta * acc[i] for every matrix of the batch, through BLAS (T = float or double).
+template <class T>
+void blas_product(const OpCall& c, const Product& p, const Tensor& a, const Tensor& b, T* acc, T alpha, T beta) {
+  const BlasOperand A = blas_operand(c, a), B = blas_operand(c, b);
+  MIXT_CHECK_OP(p.n * p.m <= INT_MAX, c, "result of {} x {} is too large for BLAS (32-bit sizes)", p.n, p.m);
+  const int n = static_cast<int>(p.n), m = static_cast<int>(p.m), k = static_cast<int>(p.k);
+  const T* pa = static_cast<const T*>(A.data);
+  const T* pb = static_cast<const T*>(B.data);
+  auto one = [&](int64_t i) {
+    gemm(A.trans, B.trans, n, m, k, alpha, pa + i * A.batch_stride, static_cast<int>(A.ld), pb + i * B.batch_stride,
+         static_cast<int>(B.ld), beta, acc + i * p.n * p.m);
+  };
+  const int64_t work = p.n * p.m * p.k;
+  if (p.batch > 1 && work <= kSmallGemm) {
+    parallel_for(p.batch, std::max<int64_t>(1, kWorkGrain / work), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) one(i);
+    });
+  } else {
+    for (int64_t i = 0; i < p.batch; ++i) one(i);
+  }
+}
+
+// acc = alpha * a @ b + beta * acc for integer operands, accumulating in (wrapping) 64-bit arithmetic.
+template <class T>
+void int_product(const Product& p, const Tensor& a_in, const Tensor& b_in, int64_t* acc, int64_t alpha,
+                 int64_t beta) {
+  const Tensor a = contiguous(a_in), b = contiguous(b_in);
+  const T* pa = static_cast<const T*>(a.data_ptr());
+  const T* pb = static_cast<const T*>(b.data_ptr());
+  const int64_t n = p.n, k = p.k, m = p.m;
+  const uint64_t ua = static_cast<uint64_t>(alpha), ub = static_cast<uint64_t>(beta);
+  const int64_t grain = std::max<int64_t>(1, kWorkGrain / std::max<int64_t>(1, k * m));
+  parallel_for(p.batch * n, grain, [&](int64_t lo, int64_t hi) {
+    uint64_t sum[kIntTile];
+    for (int64_t r = lo; r < hi; ++r) {
+      const T* arow = pa + r * k;  // batch-major rows: row r of the flattened [B * n, k]
+      const T* bmat = pb + (r / n) * k * m;
+      int64_t* out = acc + r * m;
+      for (int64_t j0 = 0; j0 < m; j0 += kIntTile) {
+        const int64_t w = std::min(kIntTile, m - j0);
+        std::fill(sum, sum + w, uint64_t{0});
+        for (int64_t q = 0; q < k; ++q) {
+          const uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(arow[q]));
+          const T* brow = bmat + q * m + j0;
+          for (int64_t j = 0; j < w; ++j) sum[j] += x * static_cast<uint64_t>(static_cast<int64_t>(brow[j]));
+        }
+        for (int64_t j = 0; j < w; ++j) {
+          uint64_t v = ua * sum[j];
+          if (ub != 0) v += ub * static_cast<uint64_t>(out[j0 + j]);
+          out[j0 + j] = static_cast<int64_t>(v);
+        }
+      }
+    }
+  });
+}
+
+// acc *= beta over `count` contiguous elements (the k = 0 case, where no GEMM runs).
+template <class T>
+void scale_buffer(T* acc, int64_t count, const Scalar& beta) {
+  if constexpr (std::is_same_v<T, int64_t>) {
+    const uint64_t b = static_cast<uint64_t>(beta.to_int());
+    for (int64_t i = 0; i < count; ++i) acc[i] = static_cast<int64_t>(b * static_cast<uint64_t>(acc[i]));
+  } else {
+    const T b = static_cast<T>(beta.to_double());
+    for (int64_t i = 0; i < count; ++i) acc[i] *= b;
+  }
+}
+
+// The output tensor: the caller's (out= calls, checked) or a new one.
+Tensor output_for(OpCall& c, const Product& p) {
+  Tensor& out = c.out[0];
+  if (!out.defined()) return make_empty(p.out_shape, p.out_dtype, p.a.device());
+  MIXT_CHECK_OP(out.sizes() == p.out_shape && out.dtype() == p.out_dtype && out.device() == p.a.device(), c,
+                "the output is {} but the result is {}{} {}", out.describe(), p.out_dtype, p.out_shape,
+                p.a.device());
+  return out;
+}
+
+// True when `out` can be the accumulator itself: contiguous, of the accumulate dtype, sharing no input's memory.
+bool can_accumulate_in(const Tensor& out, const Product& p, ScalarType acc_dtype) {
+  if (out.dtype() != acc_dtype || !out.is_contiguous()) return false;
+  if (out.shares_storage(p.a) || out.shares_storage(p.b)) return false;
+  return !(p.bias.defined() && out.shares_storage(p.bias));
+}
+
+// The op's name for dtype errors (built-in names are string literals).
+const char* dtype_error_name(const OpCall& c) { return op_name(c.op).data(); }
+
+// Runs the GEMM of the accumulate type T into `acc` (already holding the bias when beta is used).
+template <class T>
+void run_product(const OpCall& c, const Product& p, T* acc, bool use_beta) {
+  if constexpr (std::is_same_v<T, int64_t>) {
+    const int64_t alpha = p.alpha.to_int(), beta = use_beta ? p.beta.to_int() : 0;
+    visit_dtype<dtypes::kIntegral>(p.in_dtype, dtype_error_name(c), [&](auto tag) {
+      using I = typename decltype(tag)::type;
+      int_product<I>(p, p.a, p.b, acc, alpha, beta);
+    });
+  } else {
+    const T alpha = static_cast<T>(p.alpha.to_double()), beta = use_beta ? static_cast<T>(p.beta.to_double()) : T(0);
+    if (p.in_dtype == dtype_of<T>) {
+      blas_product<T>(c, p, p.a, p.b, acc, alpha, beta);
+    } else {  // narrow floats: widen to float32 once, accumulate in float32
+      blas_product<T>(c, p, to(p.a, kFloat32), to(p.b, kFloat32), acc, alpha, beta);
+    }
+  }
+}
+
+// Shared body of the four kernels: checks, accumulates and writes the output.
+void product_kernel(OpCall& c, bool batched, bool scaled) {
+  const Product p = check_product(c, batched, scaled);
+  Tensor out = output_for(c, p);
+  const ScalarType acc_dtype = accumulate_type(p.in_dtype);
+  Tensor acc = can_accumulate_in(out, p, acc_dtype) ? out : make_empty(p.out_shape, acc_dtype, out.device());
+  const bool use_beta = p.bias.defined() && p.beta.to_double() != 0.0;
+  if (out.numel() > 0) {
+    if (use_beta) {
+      copy_(acc, p.bias);
+    } else {
+      std::memset(acc.data_ptr(), 0, static_cast<size_t>(acc.nbytes()));  // beta = 0: the bias is never read
+    }
+    visit_dtype<dtypes::bit(kFloat32) | dtypes::bit(kFloat64) | dtypes::bit(kInt64)>(
+        acc_dtype, dtype_error_name(c), [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          T* data = static_cast<T*>(acc.data_ptr());
+          if (p.k == 0) {
+            if (use_beta) scale_buffer(data, acc.numel(), p.beta);
+          } else {
+            run_product<T>(c, p, data, use_beta);
+          }
+        });
+    if (!acc.is_same(out)) copy_(out, acc);
+  }
+  c.out[0] = out;
+}
+
+void mm_kernel(OpCall& c, DispatchKeySet) { product_kernel(c, false, false); }
+void bmm_kernel(OpCall& c, DispatchKeySet) { product_kernel(c, true, false); }
+void addmm_kernel(OpCall& c, DispatchKeySet) { product_kernel(c, false, true); }
+void baddbmm_kernel(OpCall& c, DispatchKeySet) { product_kernel(c, true, true); }
+
+}  // namespace
+
+void register_matmul_kernels() {
+  register_kernel(OpId::mm, DispatchKey::CPU, mm_kernel);
+  register_kernel(OpId::bmm, DispatchKey::CPU, bmm_kernel);
+  register_kernel(OpId::addmm, DispatchKey::CPU, addmm_kernel);
+  register_kernel(OpId::baddbmm, DispatchKey::CPU, baddbmm_kernel);
+}
+
+}  // namespace mixt::cpu

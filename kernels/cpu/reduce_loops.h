@@ -1,0 +1,218 @@
+// The CPU reduction engine: a strided reduction over any set of dims of a
+// (non-contiguous) input, driven by a Reducer that says how values fold into an
+// accumulator. Outputs are split across threads when there are many; a few large
+// reductions split their reduced range instead, with per-thread partials merged
+// in order (so "first occurrence" stays first).
+//
+// A Reducer R supplies:
+//   using acc_t;                                   the accumulator
+//   acc_t init() const;                            the empty accumulator
+//   void step(acc_t&, V value, int64_t i) const;   fold element i of the reduced range
+//   void merge(acc_t& a, const acc_t& b) const;    fold b (a later range) into a
+// where V is opmath_t<T> of the input storage type T. The index i is the linear
+// position in the reduced range; it follows the logical order only when one dim
+// is reduced (the only case where index reductions use it).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include <omp.h>
+
+#include <mixt/kernels/cpu/loops.h>
+#include <mixt/runtime/dtype.h>
+#include <mixt/runtime/tensor.h>
+
+namespace mixt::cpu {
+
+// The input's geometry split into kept dims (row-major order of the output,
+// innermost first) and reduced dims (smallest stride first); strides in bytes.
+struct ReduceGeometry {
+  int nkept = 0, nred = 0;
+  int64_t kept_sizes[kMaxDims] = {}, kept_strides[kMaxDims] = {};
+  int64_t red_sizes[kMaxDims] = {}, red_strides[kMaxDims] = {};
+  int64_t out_numel = 1, red_numel = 1;
+};
+
+// Splits `in` by `mask` (bit d: dim d is reduced), dropping size-1 dims and merging
+// neighbours that are contiguous with each other.
+inline ReduceGeometry make_reduce_geometry(const Tensor& in, uint32_t mask) {
+  ReduceGeometry g;
+  const int64_t es = in.element_size();
+  int64_t rs[kMaxDims], rst[kMaxDims];
+  int nr = 0;
+  for (int d = in.dim() - 1; d >= 0; --d) {
+    const int64_t size = in.sizes()[d], stride = in.strides()[d] * es;
+    if (mask & (1u << d)) {
+      g.red_numel *= size;
+      if (size != 1) rs[nr] = size, rst[nr] = stride, ++nr;
+      continue;
+    }
+    g.out_numel *= size;
+    if (size == 1) continue;
+    if (g.nkept > 0 && stride == g.kept_strides[g.nkept - 1] * g.kept_sizes[g.nkept - 1]) {
+      g.kept_sizes[g.nkept - 1] *= size;
+    } else {
+      g.kept_sizes[g.nkept] = size, g.kept_strides[g.nkept] = stride, ++g.nkept;
+    }
+  }
+  // Reduced dims: the order does not change the result, so walk memory in order.
+  int perm[kMaxDims];
+  for (int i = 0; i < nr; ++i) perm[i] = i;
+  std::stable_sort(perm, perm + nr, [&](int a, int b) { return rst[a] < rst[b]; });
+  for (int i = 0; i < nr; ++i) {
+    const int64_t size = rs[perm[i]], stride = rst[perm[i]];
+    if (g.nred > 0 && stride == g.red_strides[g.nred - 1] * g.red_sizes[g.nred - 1]) {
+      g.red_sizes[g.nred - 1] *= size;
+    } else {
+      g.red_sizes[g.nred] = size, g.red_strides[g.nred] = stride, ++g.nred;
+    }
+  }
+  return g;
+}
+
+// Byte offset of output `o` (row-major over the kept dims) in the input.
+inline int64_t kept_offset(const ReduceGeometry& g, int64_t o) {
+  int64_t off = 0;
+  for (int k = 0; k < g.nkept && o > 0; ++k) {
+    off += (o % g.kept_sizes[k]) * g.kept_strides[k];
+    o /= g.kept_sizes[k];
+  }
+  return off;
+}
+
+// Calls run(p, stride, n, i0) for the runs along reduced dim 0 that cover the
+// reduced positions [begin, end) from `base`: n elements at p, p + stride, ...
+// whose first has reduced index i0.
+template <class Run>
+void for_each_reduced_run(const ReduceGeometry& g, const char* base, int64_t begin, int64_t end, Run&& run) {
+  if (g.nred == 0) {  // a single element
+    if (begin < end) run(base, int64_t{0}, int64_t{1}, int64_t{0});
+    return;
+  }
+  int64_t idx[kMaxDims];
+  const char* p = base;
+  int64_t rem = begin;
+  for (int d = 0; d < g.nred; ++d) {
+    idx[d] = rem % g.red_sizes[d];
+    rem /= g.red_sizes[d];
+    p += idx[d] * g.red_strides[d];
+  }
+  int64_t pos = begin;
+  while (pos < end) {
+    const int64_t n = std::min(g.red_sizes[0] - idx[0], end - pos);
+    run(p, g.red_strides[0], n, pos);
+    pos += n;
+    if (pos >= end) break;
+    p += n * g.red_strides[0];
+    idx[0] += n;
+    for (int d = 0; d + 1 < g.nred && idx[d] == g.red_sizes[d]; ++d) {
+      p += g.red_strides[d + 1] - g.red_sizes[d] * g.red_strides[d];
+      idx[d] = 0;
+      ++idx[d + 1];
+    }
+  }
+}
+
+// Reads one element of storage type T as its compute type.
+template <class T>
+inline opmath_t<T> load(const char* p) {
+  return static_cast<opmath_t<T>>(*reinterpret_cast<const T*>(p));
+}
+
+// Folds the reduced positions [begin, end) from `base` into `acc`.
+template <class T, class R>
+void reduce_range(const ReduceGeometry& g, const R& r, const char* base, int64_t begin, int64_t end,
+                  typename R::acc_t& acc) {
+  for_each_reduced_run(g, base, begin, end, [&](const char* p, int64_t s, int64_t n, int64_t i0) {
+    if (s == static_cast<int64_t>(sizeof(T))) {
+      const T* x = reinterpret_cast<const T*>(p);
+      for (int64_t i = 0; i < n; ++i) r.step(acc, static_cast<opmath_t<T>>(x[i]), i0 + i);
+    } else {
+      for (int64_t i = 0; i < n; ++i) r.step(acc, load<T>(p + i * s), i0 + i);
+    }
+  });
+}
+
+// Outputs folded together when the kept dim is the one contiguous in memory.
+constexpr int64_t kOuterBlock = 256;
+
+// Reduces outputs [ob, oe) where kept dim 0 has the smallest stride: a block of
+// neighbouring outputs shares each pass over the reduced positions.
+template <class T, class R, class Store>
+void reduce_outer_block(const ReduceGeometry& g, const R& r, const char* in, int64_t ob, int64_t oe, Store& store) {
+  using acc_t = typename R::acc_t;
+  const int64_t ks = g.kept_strides[0];
+  acc_t acc[kOuterBlock];
+  int64_t o = ob;
+  while (o < oe) {
+    // Stay inside one row of kept dim 0 so the block's outputs are evenly spaced.
+    const int64_t in_row = g.kept_sizes[0] - o % g.kept_sizes[0];
+    const int64_t b = std::min({kOuterBlock, oe - o, in_row});
+    for (int64_t j = 0; j < b; ++j) acc[j] = r.init();
+    for_each_reduced_run(g, in + kept_offset(g, o), 0, g.red_numel,
+                         [&](const char* p, int64_t s, int64_t n, int64_t i0) {
+                           for (int64_t i = 0; i < n; ++i) {
+                             const char* q = p + i * s;
+                             if (ks == static_cast<int64_t>(sizeof(T))) {
+                               const T* x = reinterpret_cast<const T*>(q);
+#pragma omp simd
+                               for (int64_t j = 0; j < b; ++j) r.step(acc[j], static_cast<opmath_t<T>>(x[j]), i0 + i);
+                             } else {
+                               for (int64_t j = 0; j < b; ++j) r.step(acc[j], load<T>(q + j * ks), i0 + i);
+                             }
+                           }
+                         });
+    for (int64_t j = 0; j < b; ++j) store(o + j, acc[j]);
+    o += b;
+  }
+}
+
+// Runs reducer `r` over `in` (storage type T) split by `g`, calling
+// store(o, acc) once per output o (row-major over the kept dims).
+template <class T, class R, class Store>
+void run_reduction(const ReduceGeometry& g, const R& r, const Tensor& in, Store&& store) {
+  using acc_t = typename R::acc_t;
+  const char* base = static_cast<const char*>(in.data_ptr());
+  if (g.out_numel == 0) return;
+  if (g.red_numel == 0) {
+    for (int64_t o = 0; o < g.out_numel; ++o) store(o, r.init());
+    return;
+  }
+  const int nt_red = threads_for(g.red_numel);
+  if (nt_red > 1 && g.out_numel < 2 * static_cast<int64_t>(omp_get_max_threads())) {
+    // Few, large reductions: split each one's range, fold the partials in order.
+    std::vector<acc_t> partial(static_cast<size_t>(nt_red));
+    for (int64_t o = 0; o < g.out_numel; ++o) {
+      const char* p = base + kept_offset(g, o);
+      std::fill(partial.begin(), partial.end(), r.init());  // the runtime may grant fewer threads
+#pragma omp parallel num_threads(nt_red)
+      {
+        const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+        acc_t acc = r.init();
+        reduce_range<T>(g, r, p, g.red_numel * t / nt, g.red_numel * (t + 1) / nt, acc);
+        partial[static_cast<size_t>(t)] = acc;
+      }
+      acc_t acc = partial[0];
+      for (int u = 1; u < nt_red; ++u) r.merge(acc, partial[static_cast<size_t>(u)]);
+      store(o, acc);
+    }
+    return;
+  }
+  const bool outer = g.nkept > 0 && g.nred > 0 && g.kept_strides[0] < g.red_strides[0];
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / g.red_numel);
+  parallel_for(g.out_numel, grain, [&](int64_t ob, int64_t oe) {
+    if (outer) {
+      reduce_outer_block<T>(g, r, base, ob, oe, store);
+      return;
+    }
+    for (int64_t o = ob; o < oe; ++o) {
+      acc_t acc = r.init();
+      reduce_range<T>(g, r, base + kept_offset(g, o), 0, g.red_numel, acc);
+      store(o, acc);
+    }
+  });
+}
+
+}  // namespace mixt::cpu

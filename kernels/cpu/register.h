@@ -1,0 +1,16 @@
+// Registration functions of the CPU kernel families (one per file).
+#pragma once
+
+namespace mixt::cpu {
+void register_copy_kernels();
+void register_factory_kernels();
+void register_random_kernels();
+void register_unary_kernels();
+void register_binary_kernels();
+void register_compare_kernels();
+void register_ternary_kernels();
+void register_reduce_kernels();
+void register_scan_kernels();
+void register_index_kernels();
+void register_matmul_kernels();
+}  // namespace mixt::cpu

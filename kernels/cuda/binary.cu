@@ -1,0 +1,98 @@
+// Device kernels of add and mul over the floating dtypes, computed in opmath
+// (float for the narrow floats) and rounded once on store.
+#include <mixt/kernels/common/functors.h>
+#include <mixt/kernels/cuda/convert.cuh>
+#include <mixt/kernels/cuda/launch.h>
+#include <mixt/kernels/cuda/loops.cuh>
+
+namespace mixt::cuda {
+namespace {
+
+// Products and sums that nvcc may not fuse into an fma: the CPU rounds a + alpha*b
+// twice, so the device must too for bit-identical results.
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+
+// functors::Add without fma contraction: a + alpha * b, each step rounded.
+template <class M>
+struct AddRn {
+  M alpha;
+  __device__ __forceinline__ M operator()(M a, M b) const { return add_rn(a, mul_rn(alpha, b)); }
+};
+
+// One input operand: a tensor element or a scalar already in opmath.
+template <class T>
+struct Operand {
+  using M = device_opmath_t<T>;
+  const char* ptr;
+  M value;
+  bool scalar;
+  __device__ __forceinline__ M at(int64_t byte_offset) const {
+    return scalar ? value : fp_convert<M>(*reinterpret_cast<const T*>(ptr + byte_offset));
+  }
+};
+
+// out[i] = op(a[i], b[i]) over one dense run (scalars ignore the offset).
+template <class T, class Op>
+__global__ void binary_contiguous_kernel(int64_t n, T* out, Operand<T> a, Operand<T> b, Op op) {
+  for (int64_t i = grid_start(); i < n; i += grid_step()) {
+    const int64_t off = i * static_cast<int64_t>(sizeof(T));
+    out[i] = fp_convert<T>(op(a.at(off), b.at(off)));
+  }
+}
+
+// out = op(a, b) over any strides and broadcasts.
+template <class T, class Op>
+__global__ void binary_strided_kernel(Layout L, char* out, Operand<T> a, Operand<T> b, Op op) {
+  for (int64_t i = grid_start(); i < L.numel; i += grid_step()) {
+    int64_t off[3];
+    layout_offsets(L, i, off);
+    *reinterpret_cast<T*>(out + off[0]) = fp_convert<T>(op(a.at(off[1]), b.at(off[2])));
+  }
+}
+
+// Launches op over storage type T.
+template <class T, class Op>
+cudaError_t launch_typed(const BinaryArgs& args, Op op) {
+  using M = device_opmath_t<T>;
+  const Layout& L = args.layout;
+  if (L.numel == 0) return cudaSuccess;
+  Operand<T> in[2];
+  for (int k = 0; k < 2; ++k)
+    in[k] = Operand<T>{static_cast<const char*>(args.in[k]), static_cast<M>(args.scalar[k]), args.is_scalar[k]};
+  const unsigned blocks = blocks_for(L.numel);
+  if (L.contiguous) {
+    binary_contiguous_kernel<T, Op><<<blocks, kBlockThreads, 0, cudaStreamLegacy>>>(
+        L.numel, static_cast<T*>(args.out), in[0], in[1], op);
+  } else {
+    binary_strided_kernel<T, Op><<<blocks, kBlockThreads, 0, cudaStreamLegacy>>>(
+        L, static_cast<char*>(args.out), in[0], in[1], op);
+  }
+  return cudaGetLastError();
+}
+
+// Picks the functor for storage type T.
+template <class T>
+cudaError_t launch_op(const BinaryArgs& args) {
+  using M = device_opmath_t<T>;
+  if (args.op == BinaryOp::Add) return launch_typed<T>(args, AddRn<M>{static_cast<M>(args.alpha)});
+  return launch_typed<T>(args, functors::Mul<M>{});
+}
+
+}  // namespace
+
+cudaError_t launch_binary(const BinaryArgs& args) {
+  switch (args.dtype) {
+    case Dt::Float16: return launch_op<Half>(args);
+    case Dt::BFloat16: return launch_op<BFloat16>(args);
+    case Dt::Float32: return launch_op<float>(args);
+    case Dt::Float64: return launch_op<double>(args);
+    case Dt::Float8_e4m3fn: return launch_op<Float8_e4m3fn>(args);
+    case Dt::Float8_e5m2: return launch_op<Float8_e5m2>(args);
+    default: return cudaErrorInvalidValue;  // refused by the host code
+  }
+}
+
+}  // namespace mixt::cuda

@@ -1,0 +1,122 @@
+// copy_ on CUDA, for every copy with a CUDA side: device to device (one kernel:
+// broadcast, strides, casts between floating dtypes), and host <-> device through
+// a contiguous staging buffer, converting on the device when the device can and on
+// the host otherwise. Transfers use cudaMemcpy on the legacy default stream, so a
+// copy to the host is complete when copy_ returns.
+#include <mixt/dispatcher/dispatch.h>
+#include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/cpu/copy.h>
+#include <mixt/kernels/cuda/host.h>
+#include <mixt/kernels/cuda/register.h>
+#include <mixt/runtime/ops.h>
+
+namespace mixt::cuda {
+namespace {
+
+bool overlaps_differently(const Tensor& a, const Tensor& b) {
+  return a.shares_storage(b) &&
+         !(a.storage_offset() == b.storage_offset() && a.strides() == b.strides() && a.dtype() == b.dtype());
+}
+
+bool has_internal_overlap(const Tensor& t) {
+  for (int d = 0; d < t.dim(); ++d)
+    if (t.sizes()[d] > 1 && t.strides()[d] == 0) return true;
+  return false;
+}
+
+// True when the device kernel converts `from` to `to`.
+bool device_converts(ScalarType from, ScalarType to) { return cast_supported(to_dt(from), to_dt(to)); }
+
+// dst = src with both on one CUDA device (src broadcast to dst; dst has no internal overlap).
+void device_copy(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
+  if (dst.numel() == 0) return;
+  MIXT_CHECK_OP(device_converts(src_in.dtype(), dst.dtype()), c,
+                "copying {} to {} on {} is not implemented on CUDA yet (floating dtypes convert on the device; "
+                "other conversions only between host and device)",
+                src_in.dtype(), dst.dtype(), dst.device());
+  const Tensor src = overlaps_differently(dst, src_in) ? clone(src_in) : src_in;
+  if (src.shares_storage(dst) && src.storage_offset() == dst.storage_offset() && src.sizes() == dst.sizes())
+    return;  // the same elements: nothing to do
+  DeviceGuard guard(dst.device().index(), "copy_");
+  if (src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous() && src.numel() == dst.numel()) {
+    check(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), static_cast<size_t>(dst.nbytes()),
+                          cudaMemcpyDeviceToDevice, cudaStreamLegacy),
+          "copy_");
+    return;
+  }
+  const OperandGeometry geom[2] = {{&dst.sizes(), &dst.strides(), dst.element_size()},
+                                   {&src.sizes(), &src.strides(), src.element_size()}};
+  CastArgs a;
+  a.layout = make_launch_layout(dst.sizes(), geom);
+  a.dst = dst.data_ptr();
+  a.src = src.data_ptr();
+  a.dst_dtype = to_dt(dst.dtype());
+  a.src_dtype = to_dt(src.dtype());
+  check(launch_cast(a), "copy_");
+}
+
+// dst (CUDA) = src (CPU).
+void upload(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
+  Tensor src = src_in;
+  if (!device_converts(src.dtype(), dst.dtype())) src = to(src, dst.dtype());  // convert on the host
+  src = contiguous(src);
+  DeviceGuard guard(dst.device().index(), "copy_");
+  const bool direct = src.dtype() == dst.dtype() && dst.is_contiguous() && src.sizes() == dst.sizes();
+  const Tensor staged = direct ? dst : make_empty(src.sizes(), src.dtype(), dst.device());
+  check(cudaMemcpy(staged.data_ptr(), src.data_ptr(), static_cast<size_t>(src.nbytes()), cudaMemcpyHostToDevice),
+        "copy_");
+  if (!direct) device_copy(dst, staged, c);
+}
+
+// dst (CPU) = src (CUDA).
+void download(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
+  Tensor src = src_in;
+  const ScalarType staged_dtype = device_converts(src.dtype(), dst.dtype()) ? dst.dtype() : src.dtype();
+  if (src.dtype() != staged_dtype || !src.is_contiguous()) {  // convert and compact on the device
+    Tensor t = make_empty(src.sizes(), staged_dtype, src.device());
+    device_copy(t, src, c);
+    src = t;
+  }
+  DeviceGuard guard(src.device().index(), "copy_");
+  const bool direct = src.dtype() == dst.dtype() && dst.is_contiguous() && src.sizes() == dst.sizes();
+  const Tensor host = direct ? dst : make_empty(src.sizes(), src.dtype(), Device::cpu());
+  check(cudaMemcpy(host.data_ptr(), src.data_ptr(), static_cast<size_t>(src.nbytes()), cudaMemcpyDeviceToHost),
+        "copy_");
+  if (!direct) cpu::copy_into(dst, host, c);  // broadcast, strides, any remaining conversion
+}
+
+// dst = src between two different CUDA devices: compact on the source, peer copy, finish on dst's device.
+void peer_copy(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
+  const Tensor src = contiguous(src_in);
+  const Tensor staged = make_empty(src.sizes(), src.dtype(), dst.device());
+  check(cudaMemcpyPeer(staged.data_ptr(), dst.device().index(), src.data_ptr(), src.device().index(),
+                       static_cast<size_t>(src.nbytes())),
+        "copy_");
+  device_copy(dst, staged, c);
+}
+
+void copy_kernel(OpCall& c, DispatchKeySet) {
+  const Tensor& dst = c.in[0];
+  const Tensor& src = c.in[1];
+  MIXT_CHECK_OP(broadcast_shapes(src.sizes(), dst.sizes(), "copy_") == dst.sizes(), c,
+                "source of shape {} cannot be broadcast to the destination's {}", src.sizes(), dst.sizes());
+  MIXT_CHECK_OP(!has_internal_overlap(dst), c,
+                "the destination has several elements at one memory location (an expanded tensor)");
+  c.out[0] = dst;
+  if (dst.numel() == 0) return;
+  if (dst.is_cuda() && src.is_cuda()) {
+    if (dst.device() == src.device()) device_copy(dst, src, c);
+    else peer_copy(dst, src, c);
+  } else if (dst.is_cuda()) {
+    upload(dst, src, c);
+  } else {
+    MIXT_CHECK_OP(src.is_cuda(), c, "the CUDA copy needs a CUDA tensor");
+    download(dst, src, c);
+  }
+}
+
+}  // namespace
+
+void register_copy_kernels() { register_kernel(OpId::copy_, DispatchKey::CUDA, copy_kernel); }
+
+}  // namespace mixt::cuda

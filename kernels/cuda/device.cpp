@@ -1,0 +1,131 @@
+// CUDA discovery (runtime/cuda.h), the CUDA allocator, and the host helpers of
+// kernels/cuda/host.h. Any error while counting devices means "unavailable".
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include <mixt/kernels/cuda/host.h>
+#include <mixt/runtime/check.h>
+#include <mixt/runtime/cuda.h>
+
+namespace mixt::cuda {
+namespace {
+
+#define MIXT_CHECK_DT(e, cpp, n, c, a) \
+  static_assert(static_cast<int>(to_dt(ScalarType::e)) == static_cast<int>(Dt::e), "Dt must mirror ScalarType");
+MIXT_FORALL_DTYPES(MIXT_CHECK_DT)
+#undef MIXT_CHECK_DT
+
+struct Discovery {
+  int count = 0;
+  std::string reason;
+};
+
+// Counts the devices once; remembers why there are none.
+const Discovery& discovery() {
+  static std::once_flag once;
+  static Discovery d;
+  std::call_once(once, [] {
+    int n = 0;
+    const cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess) {
+      cudaGetLastError();  // clear it: later launches must not report it
+      d.reason = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorName(err) + " (" +
+                 cudaGetErrorString(err) + ")";
+    } else if (n <= 0) {
+      d.reason = "no CUDA device found";
+    } else {
+      d.count = n;
+    }
+  });
+  return d;
+}
+
+// Frees a cudaMalloc block; `ctx` holds the device index. Never throws (it runs in
+// destructors, possibly after the CUDA runtime has shut down at exit).
+void cuda_free(void* ctx, void* ptr) noexcept {
+  const int index = static_cast<int>(reinterpret_cast<intptr_t>(ctx));
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+  if (previous != index) cudaSetDevice(index);
+  cudaFree(ptr);
+  if (previous >= 0 && previous != index) cudaSetDevice(previous);
+  cudaGetLastError();  // a failed free must not surface as a later launch's error
+}
+
+class CudaAllocator final : public Allocator {
+ public:
+  DataPtr allocate(size_t nbytes, Device device) override {
+    MIXT_CHECK(device.is_cuda() && device.index() >= 0 && device.index() < device_count(), "allocate",
+               "cannot allocate on {}: {}", device,
+               is_available() ? fmt::format("{} CUDA device(s) present", device_count()) : unavailable_reason());
+    if (nbytes == 0) return {};
+    DeviceGuard guard(device.index(), "allocate");
+    void* p = nullptr;
+    const cudaError_t err = cudaMalloc(&p, nbytes);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      MIXT_FAIL("allocate", "cudaMalloc of {} bytes on {} failed: {} ({})", nbytes, device, cudaGetErrorName(err),
+                cudaGetErrorString(err));
+    }
+    return {p, reinterpret_cast<void*>(static_cast<intptr_t>(device.index())), &cuda_free};
+  }
+};
+
+CudaAllocator g_allocator;
+
+}  // namespace
+
+bool is_compiled() { return true; }
+bool is_available() { return discovery().count > 0; }
+int device_count() { return discovery().count; }
+std::string unavailable_reason() { return discovery().reason; }
+
+void synchronize() {
+  if (!is_available()) return;
+  check(cudaDeviceSynchronize(), "cuda::synchronize");
+}
+
+Allocator* cuda_allocator() { return &g_allocator; }
+
+void check(cudaError_t err, const char* op) {
+  if (MIXT_LIKELY(err == cudaSuccess)) return;
+  cudaGetLastError();  // clear a non-sticky error so the next call starts clean
+  MIXT_FAIL(op, "CUDA error {}: {}", cudaGetErrorName(err), cudaGetErrorString(err));
+}
+
+DeviceGuard::DeviceGuard(int index, const char* op) {
+  int current = -1;
+  check(cudaGetDevice(&current), op);
+  if (current != index) {
+    check(cudaSetDevice(index), op);
+    previous_ = current;
+  }
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (previous_ >= 0) cudaSetDevice(previous_);
+}
+
+Layout make_launch_layout(const Shape& out_sizes, std::span<const OperandGeometry> operands,
+                          const bool* ignore_for_contiguity) {
+  const StridedLayout S = make_strided_layout(out_sizes, operands);
+  Layout L;
+  L.ndim = S.ndim;
+  L.noperands = S.noperands;
+  L.numel = S.numel;
+  for (int d = 0; d < S.ndim; ++d) {
+    L.sizes[d] = S.sizes[d];
+    for (int op = 0; op < S.noperands && op < kLaunchMaxOperands; ++op) L.strides[op][d] = S.strides[op][d];
+  }
+  // One dense run: element i of every tensor operand sits at i * element_size.
+  bool dense = S.ndim == 1 || S.numel <= 1;
+  for (int op = 0; op < S.noperands && dense && S.numel > 1; ++op)
+    if (!(ignore_for_contiguity && ignore_for_contiguity[op])) dense = S.strides[op][0] == operands[op].element_size;
+  L.contiguous = dense;
+  return L;
+}
+
+}  // namespace mixt::cuda

@@ -1,0 +1,43 @@
+// Host-side helpers of the CUDA kernels: CUDA errors as mixt::Error, the
+// current-device guard, dtype codes and launch layouts (launch.h) from tensors.
+// Host code only (uses mixt's headers and fmt).
+#pragma once
+
+#include <span>
+
+#include <cuda_runtime_api.h>
+
+#include <mixt/kernels/common/strided_layout.h>
+#include <mixt/kernels/cuda/launch.h>
+#include <mixt/runtime/allocator.h>
+#include <mixt/runtime/tensor.h>
+
+namespace mixt::cuda {
+
+// Throws mixt::Error(op, the CUDA error's name and text) unless `err` is cudaSuccess.
+void check(cudaError_t err, const char* op);
+
+// Makes device `index` current for the guard's lifetime (restoring the previous one).
+class DeviceGuard {
+ public:
+  DeviceGuard(int index, const char* op);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+// The launch code of `t`.
+constexpr Dt to_dt(ScalarType t) { return static_cast<Dt>(static_cast<int8_t>(t)); }
+
+// The launch layout of `operands` (operand 0 the output) over `out_sizes`; operands
+// with `ignore_for_contiguity[i]` set (scalars) do not affect the dense fast path.
+Layout make_launch_layout(const Shape& out_sizes, std::span<const OperandGeometry> operands,
+                          const bool* ignore_for_contiguity = nullptr);
+
+// The CUDA allocator (cudaMalloc/cudaFree on the tensor's device).
+Allocator* cuda_allocator();
+
+}  // namespace mixt::cuda

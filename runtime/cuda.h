@@ -1,0 +1,20 @@
+// CUDA discovery. Always available: without a GPU (or in a CPU-only build) it
+// answers "unavailable" instead of failing.
+#pragma once
+
+#include <string>
+
+namespace mixt::cuda {
+
+// True when this build has the CUDA backend and a usable GPU is present.
+bool is_available();
+// Number of usable GPUs (0 when unavailable).
+int device_count();
+// Why CUDA is unavailable ("" when it is available).
+std::string unavailable_reason();
+// Waits for all work queued on the current device (no-op when unavailable).
+void synchronize();
+// True when this build compiled the CUDA backend.
+bool is_compiled();
+
+}  // namespace mixt::cuda

@@ -1,0 +1,279 @@
+// The op front ends: typed functions that build an OpCall and dispatch it.
+// Every function raises mixt::Error (naming the op and its inputs) on bad input.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include <mixt/runtime/generator.h>
+#include <mixt/runtime/tensor.h>
+
+namespace mixt {
+
+// ---- creation (TensorOptions::dtype Undefined = the factory's default) ----
+Tensor empty(const Shape& sizes, TensorOptions options = {});
+Tensor zeros(const Shape& sizes, TensorOptions options = {});
+Tensor ones(const Shape& sizes, TensorOptions options = {});
+// Filled with `value`; default dtype from the value (bool, int64 or float32).
+Tensor full(const Shape& sizes, const Scalar& value, TensorOptions options = {});
+// [0, end) in steps of 1; int64 when every bound is an integer, else float32.
+Tensor arange(const Scalar& end, TensorOptions options = {});
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1, TensorOptions options = {});
+// `steps` evenly spaced values from start to end inclusive.
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions options = {});
+// Identity matrix n x m (m = n when negative).
+Tensor eye(int64_t n, int64_t m = -1, TensorOptions options = {});
+// Uniform [0, 1).
+Tensor rand(const Shape& sizes, TensorOptions options = {}, Generator* gen = nullptr);
+// Standard normal.
+Tensor randn(const Shape& sizes, TensorOptions options = {}, Generator* gen = nullptr);
+// Integers uniform in [low, high); default dtype int64.
+Tensor randint(int64_t low, int64_t high, const Shape& sizes, TensorOptions options = {},
+               Generator* gen = nullptr);
+// *_like: shape (and by default dtype and device) of `t`.
+Tensor empty_like(const Tensor& t, TensorOptions options = {});
+Tensor zeros_like(const Tensor& t, TensorOptions options = {});
+Tensor ones_like(const Tensor& t, TensorOptions options = {});
+Tensor full_like(const Tensor& t, const Scalar& value, TensorOptions options = {});
+Tensor rand_like(const Tensor& t, TensorOptions options = {}, Generator* gen = nullptr);
+Tensor randn_like(const Tensor& t, TensorOptions options = {}, Generator* gen = nullptr);
+Tensor randint_like(const Tensor& t, int64_t low, int64_t high, TensorOptions options = {},
+                    Generator* gen = nullptr);
+// In-place fills.
+Tensor& fill_(Tensor& t, const Scalar& value);
+Tensor& zero_(Tensor& t);
+Tensor& uniform_(Tensor& t, double low = 0.0, double high = 1.0, Generator* gen = nullptr);
+Tensor& normal_(Tensor& t, double mean = 0.0, double std = 1.0, Generator* gen = nullptr);
+Tensor& random_(Tensor& t, int64_t low, int64_t high, Generator* gen = nullptr);
+
+// ---- views (share storage) ----
+// New shape with the same elements; one size may be -1. Needs compatible strides.
+Tensor view(const Tensor& t, const Shape& shape);
+// view() when possible, else a contiguous copy.
+Tensor reshape(const Tensor& t, const Shape& shape);
+Tensor permute(const Tensor& t, const Shape& dims);
+Tensor transpose(const Tensor& t, int64_t dim0, int64_t dim1);
+Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
+Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length);
+Tensor select(const Tensor& t, int64_t dim, int64_t index);
+// Broadcast to `shape` without copying (-1 keeps a size).
+Tensor expand(const Tensor& t, const Shape& shape);
+Tensor broadcast_to(const Tensor& t, const Shape& shape);
+// Removes size-1 dims (all of them, or those in `dims`).
+Tensor squeeze(const Tensor& t);
+Tensor squeeze(const Tensor& t, const Shape& dims);
+Tensor unsqueeze(const Tensor& t, int64_t dim);
+Tensor flatten(const Tensor& t, int64_t start_dim = 0, int64_t end_dim = -1);
+Tensor as_strided(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t storage_offset = -1);
+// Pieces of `split_size` along dim (the last may be smaller).
+std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> split_with_sizes(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim = 0);
+// `chunks` pieces of equal size (the last may be smaller).
+std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim = 0);
+
+// ---- copies and movement ----
+Tensor contiguous(const Tensor& t);
+Tensor clone(const Tensor& t);
+// Copies src into dst (broadcasting src, casting, across devices); returns dst.
+Tensor& copy_(Tensor& dst, const Tensor& src);
+Tensor to(const Tensor& t, ScalarType dtype);
+Tensor to(const Tensor& t, Device device);
+Tensor to(const Tensor& t, Device device, ScalarType dtype);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+
+// ---- indexing ----
+Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index);
+Tensor gather(const Tensor& t, int64_t dim, const Tensor& index);
+Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& value);
+Tensor& scatter_(Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor& scatter_(Tensor& t, int64_t dim, const Tensor& index, const Scalar& value);
+Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor& scatter_add_(Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor masked_fill(const Tensor& t, const Tensor& mask, const Scalar& value);
+Tensor& masked_fill_(Tensor& t, const Tensor& mask, const Scalar& value);
+// condition ? a : b, broadcasting all three.
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& condition, const Scalar& a, const Tensor& b);
+Tensor where(const Tensor& condition, const Tensor& a, const Scalar& b);
+// Rows of `weight` [num, dim] picked by integer `indices`: shape indices.shape + [dim].
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1);
+
+// ---- elementwise unary ----
+#define MIXT_DECLARE_UNARY_FRONT(name) \
+  Tensor name(const Tensor& t);        \
+  Tensor& name##_(Tensor& t);
+MIXT_DECLARE_UNARY_FRONT(neg)
+MIXT_DECLARE_UNARY_FRONT(abs)
+MIXT_DECLARE_UNARY_FRONT(sign)
+MIXT_DECLARE_UNARY_FRONT(exp)
+MIXT_DECLARE_UNARY_FRONT(expm1)
+MIXT_DECLARE_UNARY_FRONT(log)
+MIXT_DECLARE_UNARY_FRONT(log1p)
+MIXT_DECLARE_UNARY_FRONT(log2)
+MIXT_DECLARE_UNARY_FRONT(log10)
+MIXT_DECLARE_UNARY_FRONT(sqrt)
+MIXT_DECLARE_UNARY_FRONT(rsqrt)
+MIXT_DECLARE_UNARY_FRONT(reciprocal)
+MIXT_DECLARE_UNARY_FRONT(sin)
+MIXT_DECLARE_UNARY_FRONT(cos)
+MIXT_DECLARE_UNARY_FRONT(tan)
+MIXT_DECLARE_UNARY_FRONT(tanh)
+MIXT_DECLARE_UNARY_FRONT(sigmoid)
+MIXT_DECLARE_UNARY_FRONT(relu)
+MIXT_DECLARE_UNARY_FRONT(silu)
+MIXT_DECLARE_UNARY_FRONT(erf)
+MIXT_DECLARE_UNARY_FRONT(erfinv)
+MIXT_DECLARE_UNARY_FRONT(floor)
+MIXT_DECLARE_UNARY_FRONT(ceil)
+#undef MIXT_DECLARE_UNARY_FRONT
+// approximate: "none" (erf form) or "tanh".
+Tensor gelu(const Tensor& t, std::string_view approximate = "none");
+Tensor& gelu_(Tensor& t, std::string_view approximate = "none");
+// log(1 + exp(beta x)) / beta, linear above `threshold`.
+Tensor softplus(const Tensor& t, double beta = 1.0, double threshold = 20.0);
+Tensor& softplus_(Tensor& t, double beta = 1.0, double threshold = 20.0);
+// Round half to even, at `decimals` decimal places.
+Tensor round(const Tensor& t, int64_t decimals = 0);
+Tensor& round_(Tensor& t, int64_t decimals = 0);
+// Clamp to [min, max]; either bound may be an empty Scalar().
+Tensor clamp(const Tensor& t, const Scalar& min, const Scalar& max = Scalar());
+Tensor& clamp_(Tensor& t, const Scalar& min, const Scalar& max = Scalar());
+Tensor clamp_min(const Tensor& t, const Scalar& min);
+Tensor clamp_max(const Tensor& t, const Scalar& max);
+Tensor isfinite(const Tensor& t);
+Tensor isnan(const Tensor& t);
+Tensor isinf(const Tensor& t);
+Tensor logical_not(const Tensor& t);
+
+// ---- elementwise binary (broadcasting, type promotion) ----
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
+Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha = 1);
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
+Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha = 1);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Scalar& b);
+// rounding_mode: "" (true division), "trunc" or "floor".
+Tensor div(const Tensor& a, const Tensor& b, std::string_view rounding_mode = "");
+Tensor div(const Tensor& a, const Scalar& b, std::string_view rounding_mode = "");
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Scalar& b);
+Tensor pow(const Scalar& a, const Tensor& b);
+Tensor atan2(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor& add_(Tensor& a, const Tensor& b, const Scalar& alpha = 1);
+Tensor& add_(Tensor& a, const Scalar& b, const Scalar& alpha = 1);
+Tensor& sub_(Tensor& a, const Tensor& b, const Scalar& alpha = 1);
+Tensor& sub_(Tensor& a, const Scalar& b, const Scalar& alpha = 1);
+Tensor& mul_(Tensor& a, const Tensor& b);
+Tensor& mul_(Tensor& a, const Scalar& b);
+Tensor& div_(Tensor& a, const Tensor& b, std::string_view rounding_mode = "");
+Tensor& div_(Tensor& a, const Scalar& b, std::string_view rounding_mode = "");
+Tensor& pow_(Tensor& a, const Tensor& b);
+Tensor& pow_(Tensor& a, const Scalar& b);
+Tensor& atan2_(Tensor& a, const Tensor& b);
+// Comparisons and logical ops return bool tensors.
+#define MIXT_DECLARE_COMPARE_FRONT(name)            \
+  Tensor name(const Tensor& a, const Tensor& b); \
+  Tensor name(const Tensor& a, const Scalar& b);
+MIXT_DECLARE_COMPARE_FRONT(eq)
+MIXT_DECLARE_COMPARE_FRONT(ne)
+MIXT_DECLARE_COMPARE_FRONT(lt)
+MIXT_DECLARE_COMPARE_FRONT(le)
+MIXT_DECLARE_COMPARE_FRONT(gt)
+MIXT_DECLARE_COMPARE_FRONT(ge)
+#undef MIXT_DECLARE_COMPARE_FRONT
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_xor(const Tensor& a, const Tensor& b);
+// t + value * t1 * t2
+Tensor addcmul(const Tensor& t, const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
+Tensor& addcmul_(Tensor& t, const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
+// t + value * t1 / t2
+Tensor addcdiv(const Tensor& t, const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
+Tensor& addcdiv_(Tensor& t, const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
+// t + weight * (end - t)
+Tensor lerp(const Tensor& t, const Tensor& end, const Tensor& weight);
+Tensor lerp(const Tensor& t, const Tensor& end, const Scalar& weight);
+Tensor& lerp_(Tensor& t, const Tensor& end, const Tensor& weight);
+Tensor& lerp_(Tensor& t, const Tensor& end, const Scalar& weight);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, const Scalar& b);
+Tensor operator+(const Scalar& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Scalar& b);
+Tensor operator-(const Scalar& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Scalar& b);
+Tensor operator*(const Scalar& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Scalar& b);
+Tensor operator/(const Scalar& a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+
+// ---- reductions (dims empty = all dims; dtype Undefined = the op's default) ----
+// Sum; integer and bool inputs accumulate to int64.
+Tensor sum(const Tensor& t, const Shape& dims = {}, bool keepdim = false, ScalarType dtype = ScalarType::Undefined);
+// Mean of floating inputs.
+Tensor mean(const Tensor& t, const Shape& dims = {}, bool keepdim = false, ScalarType dtype = ScalarType::Undefined);
+Tensor prod(const Tensor& t, const Shape& dims = {}, bool keepdim = false, ScalarType dtype = ScalarType::Undefined);
+Tensor amax(const Tensor& t, const Shape& dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& t, const Shape& dims = {}, bool keepdim = false);
+struct ValuesIndices {
+  Tensor values;
+  Tensor indices;  // int64
+};
+// Maximum over all elements (0-dim).
+Tensor max(const Tensor& t);
+Tensor min(const Tensor& t);
+// Maximum along `dim` and where it is (first occurrence; NaN wins).
+ValuesIndices max(const Tensor& t, int64_t dim, bool keepdim = false);
+ValuesIndices min(const Tensor& t, int64_t dim, bool keepdim = false);
+// Index of the maximum along `dim` (or of the flattened tensor).
+Tensor argmax(const Tensor& t, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& t, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+// Variance with Bessel-style `correction` (1: unbiased).
+Tensor var(const Tensor& t, const Shape& dims = {}, double correction = 1.0, bool keepdim = false);
+Tensor std(const Tensor& t, const Shape& dims = {}, double correction = 1.0, bool keepdim = false);
+// Vector p-norm (p may be inf, -inf or 0).
+Tensor norm(const Tensor& t, double p = 2.0, const Shape& dims = {}, bool keepdim = false,
+            ScalarType dtype = ScalarType::Undefined);
+// log(sum(exp(t))), computed stably.
+Tensor logsumexp(const Tensor& t, const Shape& dims = {}, bool keepdim = false);
+Tensor cumsum(const Tensor& t, int64_t dim, ScalarType dtype = ScalarType::Undefined);
+Tensor cumprod(const Tensor& t, int64_t dim, ScalarType dtype = ScalarType::Undefined);
+// Logical reductions (bool results).
+Tensor all(const Tensor& t, const Shape& dims = {}, bool keepdim = false);
+Tensor any(const Tensor& t, const Shape& dims = {}, bool keepdim = false);
+
+// ---- matmul family (out_dtype: float32 to keep low-precision products in f32) ----
+Tensor mm(const Tensor& a, const Tensor& b, ScalarType out_dtype = ScalarType::Undefined);
+Tensor bmm(const Tensor& a, const Tensor& b, ScalarType out_dtype = ScalarType::Undefined);
+// beta * bias + alpha * (a @ b)
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta = 1, const Scalar& alpha = 1,
+             ScalarType out_dtype = ScalarType::Undefined);
+Tensor baddbmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta = 1,
+               const Scalar& alpha = 1, ScalarType out_dtype = ScalarType::Undefined);
+// numpy-style matmul: vectors, matrices, and broadcast batches.
+Tensor matmul(const Tensor& a, const Tensor& b, ScalarType out_dtype = ScalarType::Undefined);
+// x @ weight^T + bias (weight [out_features, in_features]).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+              ScalarType out_dtype = ScalarType::Undefined);
+Tensor dot(const Tensor& a, const Tensor& b);
+Tensor mv(const Tensor& m, const Tensor& v);
+Tensor outer(const Tensor& a, const Tensor& b);
+
+// ---- type promotion of actual operands ----
+// How an operand counts in type promotion: a wrapped scalar, a zero-dim tensor or a tensor.
+inline OperandKind operand_kind(const Tensor& t) {
+  return t.impl()->wrapped_number ? OperandKind::WrappedScalar : t.dim() == 0 ? OperandKind::ZeroDim : OperandKind::Dim;
+}
+// The dtype an elementwise op over these operands computes in (wrapped scalars
+// and zero-dim tensors count less, as in PyTorch).
+ScalarType result_type(std::initializer_list<Tensor> operands);
+
+}  // namespace mixt

@@ -1,0 +1,55 @@
+// Front ends of the matmul family.
+#include <mixt/dispatcher/dispatch.h>
+#include <mixt/runtime/ops.h>
+
+namespace mixt {
+namespace {
+
+Tensor product(OpId id, const Tensor& a, const Tensor& b, ScalarType out_dtype) {
+  OpCall c(id);
+  c.push(a);
+  c.push(b);
+  c.attrs.dtype = out_dtype;
+  return call_op(c);
+}
+
+Tensor scaled_product(OpId id, const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta,
+                      const Scalar& alpha, ScalarType out_dtype) {
+  OpCall c(id);
+  c.push(bias);
+  c.push(a);
+  c.push(b);
+  c.attrs.s0 = beta;
+  c.attrs.s1 = alpha;
+  c.attrs.dtype = out_dtype;
+  return call_op(c);
+}
+
+}  // namespace
+
+Tensor mm(const Tensor& a, const Tensor& b, ScalarType out_dtype) { return product(OpId::mm, a, b, out_dtype); }
+Tensor bmm(const Tensor& a, const Tensor& b, ScalarType out_dtype) { return product(OpId::bmm, a, b, out_dtype); }
+Tensor matmul(const Tensor& a, const Tensor& b, ScalarType out_dtype) {
+  return product(OpId::matmul, a, b, out_dtype);
+}
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta, const Scalar& alpha,
+             ScalarType out_dtype) {
+  return scaled_product(OpId::addmm, bias, a, b, beta, alpha, out_dtype);
+}
+Tensor baddbmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta, const Scalar& alpha,
+               ScalarType out_dtype) {
+  return scaled_product(OpId::baddbmm, bias, a, b, beta, alpha, out_dtype);
+}
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, ScalarType out_dtype) {
+  OpCall c(OpId::linear);
+  c.push(x);
+  c.push(weight);
+  if (bias.defined()) c.push(bias);
+  c.attrs.dtype = out_dtype;
+  return call_op(c);
+}
+Tensor dot(const Tensor& a, const Tensor& b) { return product(OpId::dot, a, b, ScalarType::Undefined); }
+Tensor mv(const Tensor& m, const Tensor& v) { return product(OpId::mv, m, v, ScalarType::Undefined); }
+Tensor outer(const Tensor& a, const Tensor& b) { return product(OpId::outer, a, b, ScalarType::Undefined); }
+
+}  // namespace mixt

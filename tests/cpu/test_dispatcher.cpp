@@ -1,0 +1,171 @@
+// The dispatcher: key sets, TLS guards, the op table, custom ops registered
+// through the public API, redispatch, fallthrough and its errors.
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <mixt/dispatcher/op_check.h>
+#include <mixt/mixt.h>
+
+using namespace mixt;
+
+namespace {
+
+std::vector<std::string> g_trace;
+
+// CPU kernel of the custom op "test::scale2": out = 2 * in (float32 only).
+void scale2_cpu(OpCall& c, DispatchKeySet) {
+  g_trace.push_back("cpu");
+  MIXT_CHECK_OP(c.in[0].dtype() == kFloat32, c, "float32 only");
+  Tensor x = c.in[0].contiguous();
+  Tensor out = make_empty(x.sizes(), kFloat32, x.device());
+  for (int64_t i = 0; i < x.numel(); ++i) out.data_ptr<float>()[i] = 2 * x.data_ptr<float>()[i];
+  c.out[0] = out;
+}
+
+// A layer above the backend: records, then hands the call down.
+void scale2_autograd(OpCall& c, DispatchKeySet ks) {
+  g_trace.push_back("autograd");
+  redispatch(c, ks, DispatchKey::Autograd);
+}
+
+void scale2_autocast(OpCall& c, DispatchKeySet ks) {
+  g_trace.push_back("autocast");
+  redispatch(c, ks, DispatchKey::AutocastCPU);
+}
+
+OpId scale2_op() {
+  static OpId id = [] {
+    OpId op = register_op({.name = "test::scale2", .min_inputs = 1, .max_inputs = 1, .outputs = 1});
+    register_kernel(op, DispatchKey::CPU, scale2_cpu);
+    return op;
+  }();
+  return id;
+}
+
+Tensor scale2(const Tensor& t) {
+  OpCall c(scale2_op());
+  c.push(t);
+  return call_op(c);
+}
+
+}  // namespace
+
+TEST_CASE("key sets", "[dispatcher]") {
+  DispatchKeySet s = DispatchKeySet(DispatchKey::CPU) | DispatchKey::Autograd;
+  CHECK(s.has(DispatchKey::CPU));
+  CHECK_FALSE(s.has(DispatchKey::CUDA));
+  CHECK(s.highest() == DispatchKey::Autograd);
+  CHECK((s - DispatchKey::Autograd).highest() == DispatchKey::CPU);
+  CHECK(DispatchKeySet::below(DispatchKey::Autograd).has(DispatchKey::CUDA));
+  CHECK_FALSE(DispatchKeySet::below(DispatchKey::Autograd).has(DispatchKey::Autograd));
+  Tensor t = zeros({2});
+  CHECK(t.impl()->keys == (DispatchKeySet(DispatchKey::CPU) | DispatchKey::Autograd | DispatchKey::AutocastCPU));
+  CHECK(tensor_keys_for(Device::cuda(0)).has(DispatchKey::AutocastCUDA));
+}
+
+TEST_CASE("thread-local guards nest and restore", "[dispatcher]") {
+  const LocalDispatchKeys before = tls_dispatch_keys;
+  CHECK(before.excluded.has(DispatchKey::AutocastCPU));  // autocast starts off
+  {
+    UnexcludeKeysGuard on(DispatchKey::AutocastCPU);
+    CHECK_FALSE(tls_dispatch_keys.excluded.has(DispatchKey::AutocastCPU));
+    {
+      ExcludeKeysGuard off(DispatchKey::AutocastCPU);
+      CHECK(tls_dispatch_keys.excluded.has(DispatchKey::AutocastCPU));
+    }
+    CHECK_FALSE(tls_dispatch_keys.excluded.has(DispatchKey::AutocastCPU));
+    IncludeKeysGuard inc(DispatchKey::Autograd);
+    CHECK(tls_dispatch_keys.included.has(DispatchKey::Autograd));
+  }
+  CHECK(tls_dispatch_keys.excluded == before.excluded);
+  CHECK(tls_dispatch_keys.included == before.included);
+}
+
+TEST_CASE("the op table declares every op once", "[dispatcher]") {
+  CHECK(num_ops() >= kNumBuiltinOps);
+  for (int i = 0; i < kNumBuiltinOps; ++i) {
+    const auto id = static_cast<OpId>(i);
+    CHECK(find_op(op_name(id)) == id);
+  }
+  CHECK(op_name(OpId::add) == "add");
+  CHECK(op_entry(OpId::add_).has(op_flags::Inplace));
+  CHECK(op_entry(OpId::view).has(op_flags::View));
+  CHECK(op_entry(OpId::cat).has(op_flags::List));
+  CHECK(op_entry(OpId::max).schema.outputs == 2);
+  CHECK_THROWS_AS(find_op("no_such_op"), Error);
+}
+
+TEST_CASE("a custom op registers and dispatches like a built-in", "[dispatcher]") {
+  g_trace.clear();
+  Tensor y = scale2(from_vector(std::vector<float>{1, 2, 3}));
+  CHECK(y.to_vector<float>() == std::vector<float>{2, 4, 6});
+  CHECK(g_trace == std::vector<std::string>{"cpu"});
+  CHECK(find_op("test::scale2") == scale2_op());
+  CHECK(op_entry(scale2_op()).has(op_flags::Custom));
+  CHECK_THROWS_AS(register_op({.name = "test::scale2", .min_inputs = 1, .max_inputs = 1}), Error);
+  CHECK_THROWS_AS(register_op({.name = "test::too_many", .min_inputs = 1, .max_inputs = 9}), Error);
+  CHECK_THROWS_WITH(scale2(from_vector(std::vector<double>{1})), Catch::Contains("test::scale2") &&
+                                                                   Catch::Contains("float32 only") &&
+                                                                   Catch::Contains("float64[1] cpu"));
+}
+
+TEST_CASE("higher keys run first and redispatch below; excluded keys fall through", "[dispatcher]") {
+  const OpId op = scale2_op();
+  register_kernel(op, DispatchKey::Autograd, scale2_autograd);
+  register_kernel(op, DispatchKey::AutocastCPU, scale2_autocast);
+  Tensor x = from_vector(std::vector<float>{1});
+
+  g_trace.clear();
+  scale2(x);  // AutocastCPU is excluded by default
+  CHECK(g_trace == std::vector<std::string>{"autograd", "cpu"});
+
+  g_trace.clear();
+  {
+    UnexcludeKeysGuard autocast_on(DispatchKey::AutocastCPU);
+    scale2(x);
+  }
+  CHECK(g_trace == std::vector<std::string>{"autocast", "autograd", "cpu"});
+
+  g_trace.clear();
+  {
+    ExcludeKeysGuard no_autograd(DispatchKey::Autograd);
+    scale2(x);
+  }
+  CHECK(g_trace == std::vector<std::string>{"cpu"});
+
+  register_kernel(op, DispatchKey::Autograd, nullptr);
+  register_kernel(op, DispatchKey::AutocastCPU, nullptr);
+  g_trace.clear();
+  scale2(x);
+  CHECK(g_trace == std::vector<std::string>{"cpu"});
+}
+
+TEST_CASE("dispatch errors: missing kernels and bad arity", "[dispatcher]") {
+  const OpId bare = register_op({.name = "test::no_kernels", .min_inputs = 1, .max_inputs = 2});
+  OpCall c(bare);
+  c.push(zeros({2}));
+  CHECK_THROWS_WITH(dispatch(c), Catch::Contains("test::no_kernels") && Catch::Contains("CPU"));
+  OpCall none(bare);
+  CHECK_THROWS_WITH(dispatch(none), Catch::Contains("takes 1 to 2 inputs"));
+  OpCall undefined_input(bare);
+  undefined_input.push(Tensor());
+  CHECK_THROWS_WITH(dispatch(undefined_input), Catch::Contains("input 0 is undefined"));
+  OpCall full(bare);
+  for (int i = 0; i < kMaxInputs; ++i) full.push(zeros({1}));
+  CHECK_THROWS_AS(full.push(zeros({1})), Error);
+}
+
+TEST_CASE("an application can replace a built-in kernel", "[dispatcher]") {
+  static int calls = 0;
+  const KernelFn original = op_entry(OpId::clone).kernels[static_cast<int>(DispatchKey::CPU)];
+  REQUIRE(original != nullptr);
+  register_kernel(OpId::clone, DispatchKey::CPU, [](OpCall& c, DispatchKeySet ks) {
+    ++calls;
+    op_entry(OpId::clone).kernels[static_cast<int>(DispatchKey::CUDA)](c, ks);  // the shared kernel
+  });
+  Tensor y = clone(from_vector(std::vector<float>{1, 2}));
+  register_kernel(OpId::clone, DispatchKey::CPU, original);
+  CHECK(calls == 1);
+  CHECK(y.to_vector<float>() == std::vector<float>{1, 2});
+}

@@ -1,0 +1,483 @@
+// mm, bmm, addmm, baddbmm, matmul, linear, dot, mv, outer: values against naive products computed here in double,
+// strided operands, out_dtype, zero-size shapes and every error case.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <mixt/mixt.h>
+
+using namespace mixt;
+
+namespace {
+
+const ScalarType kFloatTypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16, kFloat8_e4m3fn, kFloat8_e5m2};
+const ScalarType kIntTypes[] = {kInt32, kInt64, kUInt8, kInt8};
+
+// A tensor of `sizes` in `dtype`: uniform in [-1, 1) for floats, integers in [-5, 5] for integer dtypes.
+Tensor random_tensor(const Shape& sizes, ScalarType dtype, uint32_t seed) {
+  if (sizes.empty()) return random_tensor({1}, dtype, seed).view(Shape{});  // 0-D
+  std::mt19937 gen(seed);
+  const auto n = static_cast<size_t>(sizes.numel());
+  if (is_integral(dtype)) {
+    std::uniform_int_distribution<int64_t> d(-5, 5);
+    std::vector<int64_t> v(n);
+    for (auto& x : v) x = d(gen);
+    return from_vector(v, sizes).to(dtype);
+  }
+  std::uniform_real_distribution<double> d(-1.0, 1.0);
+  std::vector<double> v(n);
+  for (auto& x : v) x = d(gen);
+  return from_vector(v, sizes).to(dtype);
+}
+
+// `v` wrapped to the range of integer dtype `t` (two's complement), as PyTorch's integer GEMMs do.
+double wrap_to(double v, ScalarType t) {
+  const auto i = static_cast<int64_t>(v);
+  switch (t) {
+    case kUInt8: return static_cast<uint8_t>(static_cast<uint64_t>(i));
+    case kInt8: return static_cast<int8_t>(static_cast<uint64_t>(i));
+    case kInt32: return static_cast<int32_t>(static_cast<uint64_t>(i));
+    default: return static_cast<double>(i);
+  }
+}
+
+// Naive numpy-rule matmul in double (vectors, matrices, broadcast batches) of the values `a` and `b` hold.
+struct Reference {
+  Shape shape;
+  std::vector<double> values;
+};
+Reference naive_matmul(const Tensor& a, const Tensor& b) {
+  const std::vector<double> av = a.to_vector<double>(), bv = b.to_vector<double>();
+  std::vector<int64_t> as = a.sizes().vec(), bs = b.sizes().vec();
+  const bool drop_n = as.size() == 1, drop_m = bs.size() == 1;
+  if (drop_n) as.insert(as.begin(), 1);
+  if (drop_m) bs.push_back(1);
+  const int64_t n = as[as.size() - 2], k = as.back(), m = bs.back();
+  const size_t nb = std::max(as.size(), bs.size()) - 2;
+  std::vector<int64_t> batch(nb), abatch(nb, 1), bbatch(nb, 1);
+  for (size_t i = 0; i + 2 < as.size(); ++i) abatch[nb - (as.size() - 2) + i] = as[i];
+  for (size_t i = 0; i + 2 < bs.size(); ++i) bbatch[nb - (bs.size() - 2) + i] = bs[i];
+  int64_t count = 1;
+  for (size_t i = 0; i < nb; ++i) count *= (batch[i] = std::max(abatch[i], bbatch[i]));
+  Reference r;
+  for (int64_t v : batch) r.shape.push_back(v);
+  if (!drop_n) r.shape.push_back(n);
+  if (!drop_m) r.shape.push_back(m);
+  for (int64_t idx = 0; idx < count; ++idx) {
+    int64_t rem = idx, aoff = 0, boff = 0, astride = n * k, bstride = k * m;
+    for (size_t d = nb; d-- > 0;) {
+      const int64_t i = rem % batch[d];
+      rem /= batch[d];
+      aoff += (abatch[d] == 1 ? 0 : i) * astride;
+      boff += (bbatch[d] == 1 ? 0 : i) * bstride;
+      astride *= abatch[d];
+      bstride *= bbatch[d];
+    }
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j) {
+        double s = 0;
+        for (int64_t q = 0; q < k; ++q) s += av[aoff + i * k + q] * bv[boff + q * m + j];
+        r.values.push_back(s);
+      }
+  }
+  return r;
+}
+
+// Relative and absolute tolerance of a product of values in [-1, 1] returned in `dtype`.
+struct Tolerance {
+  double rtol, atol;
+};
+Tolerance tolerance_for(ScalarType dtype) {
+  switch (dtype) {
+    case kFloat64: return {1e-12, 1e-12};
+    case kFloat32: return {1e-5, 1e-5};
+    case kFloat16: return {1.5e-3, 1e-3};
+    case kBFloat16: return {1e-2, 1e-2};
+    case kFloat8_e4m3fn: return {0.07, 0.01};
+    case kFloat8_e5m2: return {0.13, 0.01};
+    default: return {0, 0};
+  }
+}
+
+// Checks `got` against `expect` element by element (one assertion per tensor; the first mismatch is reported).
+void check_values(const Tensor& got, const std::vector<double>& expect, Tolerance tol) {
+  const std::vector<double> g = got.to_vector<double>();
+  REQUIRE(g.size() == expect.size());
+  std::string bad;
+  for (size_t i = 0; i < g.size() && bad.empty(); ++i) {
+    const double e = is_integral(got.dtype()) ? wrap_to(expect[i], got.dtype()) : expect[i];
+    if (!(std::abs(g[i] - e) <= tol.atol + tol.rtol * std::abs(e)))
+      bad = "element " + std::to_string(i) + ": got " + std::to_string(g[i]) + ", expected " + std::to_string(e);
+  }
+  INFO(got.describe() << " " << bad);
+  CHECK(bad.empty());
+}
+
+// Checks got == naive_matmul(a, b) in shape and values.
+void check_matmul(const Tensor& got, const Tensor& a, const Tensor& b, Tolerance tol) {
+  const Reference r = naive_matmul(a, b);
+  INFO("a " << a.describe() << ", b " << b.describe());
+  CHECK(got.sizes() == r.shape);
+  check_values(got, r.values, tol);
+}
+
+// Largest |got - expect|.
+double max_error(const Tensor& got, const std::vector<double>& expect) {
+  const std::vector<double> g = got.to_vector<double>();
+  double worst = 0;
+  for (size_t i = 0; i < g.size(); ++i) worst = std::max(worst, std::abs(g[i] - expect[i]));
+  return worst;
+}
+
+// Expects a mixt::Error from `op` whose message mentions `needle`.
+template <class F>
+void check_error_mentions(F&& f, const std::string& op, const std::string& needle) {
+  try {
+    f();
+    FAIL("no error raised");
+  } catch (const Error& e) {
+    INFO(e.what());
+    CHECK(e.op() == op);
+    CHECK(std::string(e.what()).find(needle) != std::string::npos);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("mm matches a naive product for every dtype", "[matmul]") {
+  const std::vector<std::array<int64_t, 3>> shapes = {{1, 1, 1}, {3, 5, 4}, {17, 33, 9}, {64, 70, 65}};
+  std::vector<ScalarType> dtypes(std::begin(kFloatTypes), std::end(kFloatTypes));
+  dtypes.insert(dtypes.end(), std::begin(kIntTypes), std::end(kIntTypes));
+  uint32_t seed = 1;
+  for (ScalarType dt : dtypes)
+    for (auto [n, k, m] : shapes) {
+      Tensor a = random_tensor({n, k}, dt, seed++), b = random_tensor({k, m}, dt, seed++);
+      Tensor r = mm(a, b);
+      CHECK(r.dtype() == dt);
+      check_matmul(r, a, b, tolerance_for(dt));
+    }
+}
+
+TEST_CASE("mm reads transposed and sliced operands", "[matmul]") {
+  const int64_t n = 13, k = 21, m = 10;
+  for (ScalarType dt : {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32}) {
+    Tensor at = random_tensor({k, n}, dt, 11).t();                      // column-major
+    Tensor a_pad = random_tensor({k + 3, n}, dt, 12).narrow(0, 1, k).t();  // column-major, ld > n
+    Tensor b_cols = random_tensor({k, m + 5}, dt, 13).narrow(1, 2, m);     // row-major, ld > m
+    Tensor b_step = random_tensor({k, 2 * m}, dt, 14).slice(1, 0, 2 * m, 2);  // no unit stride: copied
+    Tensor bt = random_tensor({m, k}, dt, 15).t();
+    INFO(dtype_name(dt));
+    check_matmul(mm(at, b_cols), at, b_cols, tolerance_for(dt));
+    check_matmul(mm(a_pad, b_step), a_pad, b_step, tolerance_for(dt));
+    check_matmul(mm(a_pad, bt), a_pad, bt, tolerance_for(dt));
+    check_matmul(mm(b_step.t(), at.t()), b_step.t(), at.t(), tolerance_for(dt));
+    // Single rows and columns (strides of size-1 dims are arbitrary).
+    Tensor row = random_tensor({k, 5}, dt, 16).select(1, 2).unsqueeze(0);  // [1, k], stride 5
+    check_matmul(mm(row, b_cols), row, b_cols, tolerance_for(dt));
+    Tensor col = random_tensor({k, 3}, dt, 17).narrow(1, 1, 1);  // [k, 1]
+    check_matmul(mm(at, col), at, col, tolerance_for(dt));
+  }
+}
+
+TEST_CASE("bmm matches per-batch products, small and large, with strided batches", "[matmul]") {
+  for (ScalarType dt : {kFloat32, kFloat64, kFloat16, kFloat8_e4m3fn, kInt32, kInt8}) {
+    INFO(dtype_name(dt));
+    // Many small matrices (the batch is split across threads) and a few large ones (one BLAS call each).
+    Tensor a = random_tensor({40, 4, 6}, dt, 21), b = random_tensor({40, 6, 5}, dt, 22);
+    check_matmul(bmm(a, b), a, b, tolerance_for(dt));
+    Tensor big_a = random_tensor({2, 80, 90}, dt, 23), big_b = random_tensor({2, 90, 70}, dt, 24);
+    check_matmul(bmm(big_a, big_b), big_a, big_b, tolerance_for(dt));
+    // Batch in the middle of memory, transposed matrices, an expanded (stride-0) batch.
+    Tensor mid = random_tensor({4, 3, 6}, dt, 25).permute({1, 0, 2});   // [3, 4, 6]: ld 18, batch stride 6
+    Tensor tr = random_tensor({3, 5, 6}, dt, 26).transpose(1, 2);       // [3, 6, 5] column-major
+    Tensor ex = random_tensor({1, 6, 5}, dt, 27).expand({3, 6, 5});
+    check_matmul(bmm(mid, tr), mid, tr, tolerance_for(dt));
+    check_matmul(bmm(mid, ex), mid, ex, tolerance_for(dt));
+  }
+}
+
+TEST_CASE("integer products wrap like the storage type", "[matmul]") {
+  Tensor a = from_vector(std::vector<int32_t>{100000, 3}, {1, 2});
+  Tensor b = from_vector(std::vector<int32_t>{100000, 7}, {2, 1});
+  const int64_t exact = int64_t{100000} * 100000 + 21;
+  CHECK(mm(a, b).item<int64_t>() == static_cast<int32_t>(static_cast<uint64_t>(exact)));
+  Tensor u = from_vector(std::vector<uint8_t>{200, 100}, {1, 2});
+  Tensor v = from_vector(std::vector<uint8_t>{2, 1}, {2, 1});
+  CHECK(mm(u, v).item<int64_t>() == (400 + 100) % 256);
+  Tensor l = from_vector(std::vector<int64_t>{int64_t{1} << 40, 1}, {1, 2});
+  Tensor r = from_vector(std::vector<int64_t>{int64_t{1} << 20, 5}, {2, 1});
+  CHECK(mm(l, r).item<int64_t>() == (int64_t{1} << 60) + 5);
+}
+
+TEST_CASE("out_dtype float32 keeps the f32 accumulator of narrow-float operands", "[matmul]") {
+  for (ScalarType dt : {kBFloat16, kFloat16, kFloat8_e4m3fn}) {
+    INFO(dtype_name(dt));
+    Tensor a = random_tensor({24, 96}, dt, 31), b = random_tensor({96, 20}, dt, 32);
+    const Reference ref = naive_matmul(a, b);
+    Tensor wide = mm(a, b, kFloat32);
+    Tensor narrow = mm(a, b);
+    CHECK(wide.dtype() == kFloat32);
+    CHECK(narrow.dtype() == dt);
+    check_values(wide, ref.values, tolerance_for(kFloat32));
+    CHECK(max_error(wide, ref.values) * 20 < max_error(narrow, ref.values));
+    // The narrow result is the f32 accumulator rounded once.
+    CHECK(narrow.to_vector<float>() == wide.to(dt).to_vector<float>());
+  }
+  Tensor a3 = random_tensor({2, 5, 40}, kBFloat16, 33), b2 = random_tensor({40, 3}, kBFloat16, 34);
+  Tensor b3 = random_tensor({2, 40, 3}, kBFloat16, 35);
+  Tensor bias = random_tensor({3}, kBFloat16, 36), bias32 = random_tensor({3}, kFloat32, 37);
+  const Tolerance f32 = tolerance_for(kFloat32);
+  Tensor r = matmul(a3, b2, kFloat32);
+  CHECK(r.dtype() == kFloat32);
+  check_matmul(r, a3, b2, f32);
+  r = bmm(a3, b3, kFloat32);
+  CHECK(r.dtype() == kFloat32);
+  check_matmul(r, a3, b3, f32);
+  Tensor w = random_tensor({3, 40}, kBFloat16, 38);
+  r = linear(a3, w, Tensor(), kFloat32);
+  CHECK(r.dtype() == kFloat32);
+  check_matmul(r, a3, w.t(), f32);
+  // A bias in the operands' dtype or in float32 is added to the f32 accumulator.
+  const std::vector<double> xw = naive_matmul(a3, w.t()).values;
+  std::vector<double> expect = xw, expect32 = xw;
+  const auto bv = bias.to_vector<double>(), bv32 = bias32.to_vector<double>();
+  for (size_t i = 0; i < expect.size(); ++i) {
+    expect[i] += bv[i % 3];
+    expect32[i] += bv32[i % 3];
+  }
+  r = linear(a3, w, bias, kFloat32);
+  CHECK(r.dtype() == kFloat32);
+  check_values(r, expect, f32);
+  check_values(linear(a3, w, bias32, kFloat32), expect32, f32);
+  CHECK(addmm(bias32, a3.select(0, 0), w.t(), 1, 1, kFloat32).dtype() == kFloat32);
+  check_values(baddbmm(bias32, a3, w.t().unsqueeze(0).expand({2, 40, 3}), 1, 1, kFloat32), expect32, f32);
+}
+
+TEST_CASE("addmm and baddbmm: broadcast bias, alpha and beta", "[matmul]") {
+  const int64_t n = 6, k = 7, m = 5, B = 3;
+  for (ScalarType dt : {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32}) {
+    INFO(dtype_name(dt));
+    const bool integer = is_integral(dt);
+    const Scalar beta = integer ? Scalar(2) : Scalar(0.5), alpha = integer ? Scalar(-3) : Scalar(1.5);
+    Tensor a = random_tensor({n, k}, dt, 41), b = random_tensor({k, m}, dt, 42);
+    const Reference ab = naive_matmul(a, b);
+    for (const Shape& bias_shape : {Shape{m}, Shape{n, 1}, Shape{}, Shape{n, m}, Shape{1, m}}) {
+      Tensor bias = random_tensor(bias_shape, dt, 43);
+      const std::vector<double> bv = bias.to_vector<double>();
+      std::vector<double> expect(ab.values.size());
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < m; ++j) {
+          const int64_t bi = bias_shape.size() == 2 ? (bias_shape[0] == 1 ? 0 : i) : 0;
+          const int64_t bj = bias_shape.size() >= 1 && bias_shape.back() != 1 ? j : 0;
+          const double bval = bv[bi * (bias_shape.size() >= 1 ? bias_shape.back() : 1) + bj];
+          expect[i * m + j] = beta.to_double() * bval + alpha.to_double() * ab.values[i * m + j];
+        }
+      INFO("bias " << bias_shape.str());
+      Tensor r = addmm(bias, a, b, beta, alpha);
+      CHECK(r.sizes() == Shape{n, m});
+      check_values(r, expect, tolerance_for(dt));
+    }
+    Tensor ba = random_tensor({B, n, k}, dt, 44), bb = random_tensor({B, k, m}, dt, 45);
+    const Reference bab = naive_matmul(ba, bb);
+    for (const Shape& bias_shape : {Shape{m}, Shape{B, 1, m}, Shape{B, n, m}}) {
+      Tensor bias = random_tensor(bias_shape, dt, 46);
+      Tensor full_bias = bias.expand({B, n, m}).contiguous();
+      const std::vector<double> bv = full_bias.to_vector<double>();
+      std::vector<double> expect(bv.size());
+      for (size_t i = 0; i < bv.size(); ++i)
+        expect[i] = beta.to_double() * bv[i] + alpha.to_double() * bab.values[i];
+      INFO("bias " << bias_shape.str());
+      check_values(baddbmm(bias, ba, bb, beta, alpha), expect, tolerance_for(dt));
+    }
+  }
+}
+
+TEST_CASE("beta = 0 ignores the bias, NaN included", "[matmul]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor a = random_tensor({4, 3}, kFloat32, 51), b = random_tensor({3, 2}, kFloat32, 52);
+  Tensor bias = from_vector(std::vector<float>(8, static_cast<float>(nan)), {4, 2});
+  std::vector<double> expect = naive_matmul(a, b).values;
+  for (double& v : expect) v *= 2;
+  check_values(addmm(bias, a, b, 0, 2), expect, tolerance_for(kFloat32));
+  Tensor bias3 = from_vector(std::vector<double>(2, nan), {2});
+  Tensor ba = random_tensor({2, 4, 3}, kFloat64, 53), bb = random_tensor({2, 3, 2}, kFloat64, 54);
+  check_values(baddbmm(bias3, ba, bb, 0.0, 1.0), naive_matmul(ba, bb).values, tolerance_for(kFloat64));
+  Tensor e = from_vector(std::vector<float>{}, {4, 0});
+  Tensor f = from_vector(std::vector<float>{}, {0, 2});
+  check_values(addmm(bias, e, f, 0, 1), std::vector<double>(8, 0.0), {0, 0});
+}
+
+TEST_CASE("zero-size products", "[matmul]") {
+  for (ScalarType dt : {kFloat32, kFloat16, kInt64}) {
+    INFO(dtype_name(dt));
+    Tensor r = mm(random_tensor({0, 3}, dt, 1), random_tensor({3, 4}, dt, 2));
+    CHECK(r.sizes() == Shape{0, 4});
+    CHECK(r.dtype() == dt);
+    CHECK(mm(random_tensor({2, 3}, dt, 1), random_tensor({3, 0}, dt, 2)).sizes() == Shape{2, 0});
+    Tensor z = mm(random_tensor({2, 0}, dt, 3), random_tensor({0, 3}, dt, 4));
+    CHECK(z.sizes() == Shape{2, 3});
+    check_values(z, std::vector<double>(6, 0.0), {0, 0});
+    Tensor bias = from_vector(std::vector<double>{1, 2, 3}).to(dt);
+    check_values(addmm(bias, random_tensor({2, 0}, dt, 5), random_tensor({0, 3}, dt, 6), 2, 1),
+                 {2, 4, 6, 2, 4, 6}, {0, 0});
+    CHECK(bmm(random_tensor({0, 2, 3}, dt, 7), random_tensor({0, 3, 4}, dt, 8)).sizes() == Shape{0, 2, 4});
+    check_values(bmm(random_tensor({2, 1, 0}, dt, 9), random_tensor({2, 0, 2}, dt, 10)), {0, 0, 0, 0}, {0, 0});
+    CHECK(matmul(random_tensor({0, 2, 3}, dt, 11), random_tensor({3}, dt, 12)).sizes() == Shape{0, 2});
+    CHECK(dot(random_tensor({0}, dt, 13), random_tensor({0}, dt, 14)).item<double>() == 0.0);
+  }
+}
+
+TEST_CASE("matmul handles every rank combination", "[matmul]") {
+  const int64_t n = 4, k = 5, m = 3;
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{k}, {k}},                   // dot
+      {{n, k}, {k}},                // mv
+      {{k}, {k, m}},                // vector @ matrix
+      {{n, k}, {k, m}},             // mm
+      {{2, n, k}, {k}},             // batch @ vector (folded)
+      {{2, n, k}, {k, m}},          // batch @ matrix (folded)
+      {{k}, {2, k, m}},             // vector @ batch
+      {{n, k}, {2, k, m}},          // matrix @ batch
+      {{2, n, k}, {2, k, m}},       // bmm
+      {{2, 1, n, k}, {3, k, m}},    // broadcast batch
+      {{1, 3, n, k}, {2, 1, k, m}}, // broadcast on both sides
+      {{2, 3, n, k}, {k}},          // 4-D @ vector
+      {{k}, {2, 3, k, m}},          // vector @ 4-D
+  };
+  for (ScalarType dt : {kFloat32, kFloat64, kBFloat16, kInt32}) {
+    uint32_t seed = 60;
+    for (const auto& [as, bs] : cases) {
+      Tensor a = random_tensor(as, dt, seed++), b = random_tensor(bs, dt, seed++);
+      INFO(dtype_name(dt));
+      Tensor r = matmul(a, b);
+      CHECK(r.dtype() == dt);
+      check_matmul(r, a, b, tolerance_for(dt));
+    }
+  }
+  // Non-contiguous batched operands and the Tensor method.
+  Tensor a = random_tensor({3, n, 2, k}, kFloat32, 90).transpose(1, 2);  // [3, 2, n, k]
+  Tensor b = random_tensor({m, k}, kFloat32, 91).t();
+  check_matmul(a.matmul(b), a, b, tolerance_for(kFloat32));
+  check_matmul(matmul(b.t(), a.transpose(-1, -2)), b.t(), a.transpose(-1, -2), tolerance_for(kFloat32));
+}
+
+TEST_CASE("linear with and without bias", "[matmul]") {
+  for (ScalarType dt : {kFloat32, kFloat64, kFloat16}) {
+    INFO(dtype_name(dt));
+    Tensor x = random_tensor({2, 3, 5}, dt, 71), w = random_tensor({4, 5}, dt, 72), bias = random_tensor({4}, dt, 73);
+    const Reference xw = naive_matmul(x, w.t());
+    Tensor r = linear(x, w);
+    CHECK(r.sizes() == Shape{2, 3, 4});
+    CHECK(r.dtype() == dt);
+    check_values(r, xw.values, tolerance_for(dt));
+    std::vector<double> expect = xw.values;
+    const auto bv = bias.to_vector<double>();
+    for (size_t i = 0; i < expect.size(); ++i) expect[i] += bv[i % 4];
+    r = linear(x, w, bias);
+    CHECK(r.sizes() == Shape{2, 3, 4});
+    check_values(r, expect, tolerance_for(dt));
+    // 2-D and 1-D inputs.
+    Tensor x2 = x.select(0, 1);
+    check_values(linear(x2, w, bias), std::vector<double>(expect.begin() + 12, expect.end()), tolerance_for(dt));
+    Tensor x1 = x2.select(0, 2);
+    Tensor r1 = linear(x1, w, bias);
+    CHECK(r1.sizes() == Shape{4});
+    check_values(r1, std::vector<double>(expect.begin() + 20, expect.end()), tolerance_for(dt));
+  }
+}
+
+TEST_CASE("dot, mv and outer", "[matmul]") {
+  Tensor a = from_vector(std::vector<float>{1, 2, 3});
+  Tensor b = from_vector(std::vector<float>{4, -5, 6});
+  Tensor d = dot(a, b);
+  CHECK(d.dim() == 0);
+  CHECK(d.dtype() == kFloat32);
+  CHECK(d.item<double>() == 4 - 10 + 18);
+  CHECK(dot(a.to(kFloat16), b.to(kFloat16)).item<double>() == 12);
+  CHECK(dot(a.to(kInt64), b.to(kInt64)).item<int64_t>() == 12);
+
+  Tensor mat = from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor v = mv(mat, b.to(kFloat64));
+  CHECK(v.sizes() == Shape{2});
+  CHECK(v.to_vector<double>() == std::vector<double>{12, 27});
+  CHECK(mv(mat.t(), from_vector(std::vector<double>{1, -1})).to_vector<double>() == std::vector<double>{-3, -3, -3});
+
+  Tensor o = outer(a, from_vector(std::vector<float>{1, 10}));
+  CHECK(o.sizes() == Shape{3, 2});
+  CHECK(o.to_vector<float>() == std::vector<float>{1, 10, 2, 20, 3, 30});
+  Tensor mixed = outer(from_vector(std::vector<int32_t>{2, 3}), from_vector(std::vector<double>{0.5, 1}));
+  CHECK(mixed.dtype() == kFloat64);
+  CHECK(mixed.to_vector<double>() == std::vector<double>{1, 2, 1.5, 3});
+  CHECK(outer(from_vector(std::vector<int64_t>{2, 3}), from_vector(std::vector<int64_t>{4})).to_vector<int64_t>() ==
+        std::vector<int64_t>{8, 12});
+}
+
+TEST_CASE("matmul family errors", "[matmul][errors]") {
+  Tensor a23 = random_tensor({2, 3}, kFloat32, 1), a45 = random_tensor({4, 5}, kFloat32, 2);
+  Tensor a34 = random_tensor({3, 4}, kFloat32, 3), d34 = random_tensor({3, 4}, kFloat64, 4);
+  Tensor b3 = random_tensor({2, 2, 3}, kFloat32, 5), c3 = random_tensor({3, 3, 4}, kFloat32, 6);
+  Tensor v3 = random_tensor({3}, kFloat32, 7), v4 = random_tensor({4}, kFloat32, 8);
+
+  // Mismatched inner dims: the message shows both shapes.
+  check_error_mentions([&] { mm(a23, a45); }, "mm", "[2, 3] and [4, 5]");
+  check_error_mentions([&] { matmul(a23, a45); }, "matmul", "[2, 3] and [4, 5]");
+  CHECK_THROWS_AS(bmm(b3, b3), Error);
+  CHECK_THROWS_AS(addmm(v4, a23, a45), Error);
+  CHECK_THROWS_AS(matmul(v3, v4), Error);
+  CHECK_THROWS_AS(matmul(b3, v4), Error);
+  CHECK_THROWS_AS(dot(v3, v4), Error);
+  CHECK_THROWS_AS(mv(a23, v4), Error);
+  CHECK_THROWS_AS(linear(a23, a45), Error);
+
+  // Mismatched dtypes: no silent promotion.
+  check_error_mentions([&] { mm(a23, d34); }, "mm", "same dtype");
+  CHECK_THROWS_AS(bmm(b3, c3.to(kFloat16)), Error);
+  CHECK_THROWS_AS(matmul(a23, d34), Error);
+  CHECK_THROWS_AS(dot(v3, v3.to(kFloat64)), Error);
+  CHECK_THROWS_AS(mv(a34.t(), v3.to(kBFloat16)), Error);
+  CHECK_THROWS_AS(linear(a34.t(), d34.t()), Error);
+  CHECK_THROWS_AS(addmm(v4.to(kInt32), a23, a34), Error);  // bias of a third dtype
+
+  // Wrong ranks.
+  CHECK_THROWS_AS(mm(b3, a34), Error);
+  CHECK_THROWS_AS(mm(v3, a34), Error);
+  CHECK_THROWS_AS(bmm(a23, a34), Error);
+  CHECK_THROWS_AS(baddbmm(v4, a23, a34), Error);
+  CHECK_THROWS_AS(matmul(random_tensor({}, kFloat32, 14), a34), Error);
+  CHECK_THROWS_AS(dot(a23, a23), Error);
+  CHECK_THROWS_AS(mv(v3, v3), Error);
+  CHECK_THROWS_AS(outer(a23, v3), Error);
+  CHECK_THROWS_AS(linear(a23, v3), Error);
+  CHECK_THROWS_AS(linear(random_tensor({}, kFloat32, 14), a34), Error);
+  CHECK_THROWS_AS(linear(b3, a34.t(), a23), Error);  // 2-D bias with a 3-D input
+
+  // Batch and bias shapes.
+  CHECK_THROWS_AS(bmm(b3, c3), Error);  // batch 2 vs 3
+  check_error_mentions([&] { matmul(random_tensor({2, 2, 3}, kFloat32, 9), random_tensor({3, 3, 4}, kFloat32, 10)); },
+                       "matmul", "cannot be broadcast");
+  check_error_mentions([&] { addmm(random_tensor({3, 4}, kFloat32, 11), a23, a34); }, "addmm", "cannot be broadcast");
+  CHECK_THROWS_AS(baddbmm(random_tensor({3, 1, 1}, kFloat32, 12), b3, random_tensor({2, 3, 4}, kFloat32, 13)), Error);
+
+  // out_dtype: only float32 from a narrow float.
+  check_error_mentions([&] { mm(a23, a34, kFloat16); }, "mm", "out_dtype");
+  CHECK_THROWS_AS(mm(a23, a34, kFloat64), Error);
+  CHECK_THROWS_AS(mm(a23.to(kBFloat16), a34.to(kBFloat16), kFloat64), Error);
+  CHECK_THROWS_AS(mm(a23.to(kFloat16), a34.to(kFloat16), kBFloat16), Error);
+  CHECK_THROWS_AS(mm(a23.to(kInt32), a34.to(kInt32), kFloat32), Error);
+  CHECK_THROWS_AS(matmul(a23.to(kInt64), a34.to(kInt64), kFloat32), Error);
+  CHECK_THROWS_AS(linear(a23, a34.t(), Tensor(), kFloat16), Error);
+  CHECK(mm(a23, a34, kFloat32).dtype() == kFloat32);  // the operands' own dtype is accepted
+
+  // Unsupported dtypes and scalars.
+  check_error_mentions([&] { mm(a23.to(kBool), a34.to(kBool)); }, "mm", "bool");
+  CHECK_THROWS_AS(outer(v3.to(kBool), v3.to(kBool)), Error);
+  CHECK_THROWS_AS(addmm(a34.to(kInt32), a23.to(kInt32), a34.to(kInt32), 0.5, 1), Error);
+  CHECK_THROWS_AS(baddbmm(c3.to(kInt32), c3.to(kInt32).narrow(2, 0, 3), c3.to(kInt32), 1, 1.5), Error);
+}
