@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a Debian machine (installs missing packages with apt-get), builds mixt
 # and runs the demo or the test suite.
-#   ./build.sh demo    build, then run the main demo
+#   ./build.sh demo    build, then run the main demo (the training demo; extra args go to it)
 #   ./build.sh test    build, then run every test suite (CUDA tests skip without a GPU)
 # Environment: BUILD_DIR (default: build), MESON_ARGS (extra `meson setup` options).
 set -euo pipefail
@@ -32,7 +32,7 @@ fi
 ninja -C "$build_dir"
 
 case "${1:-}" in
-  demo) shift; "$build_dir/docs/showcase" "$@" ;;
+  demo) shift; "$build_dir/docs/train_charlm" "$@" ;;
   test) meson test -C "$build_dir" --print-errorlogs --num-processes 2 ;;
   *) echo "usage: $0 demo|test" >&2; exit 2 ;;
 esac

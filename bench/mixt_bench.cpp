@@ -1,16 +1,20 @@
 // mixt-bench: benchmark programs that print figures. Subcommands:
 //   dispatch   host cost of one dispatched op vs calling its kernel directly
+//   train      one training step of a small MLP on the CPU
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "bench_dispatch.h"
+#include "bench_train.h"
 
 namespace {
 void usage() {
   std::printf(
       "usage: mixt-bench <subcommand> [options]\n"
-      "  dispatch [--iters N]   ns/op of add and mm on 4x4 CPU tensors, dispatched vs direct\n");
+      "  dispatch [--iters N]   ns/op of add and mm on 4x4 CPU tensors, dispatched vs direct\n"
+      "  train [--steps N] [--dim D] [--batch B] [--layers L]\n"
+      "                         ms per training step of a small MLP on the CPU, peak memory\n");
 }
 }  // namespace
 
@@ -22,6 +26,7 @@ int main(int argc, char** argv) {
   const std::string cmd = argv[1];
   try {
     if (cmd == "dispatch") return mixt::bench::run_dispatch(argc - 2, argv + 2);
+    if (cmd == "train") return mixt::bench::run_train(argc - 2, argv + 2);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mixt-bench %s: %s\n", cmd.c_str(), e.what());
     return 1;

@@ -59,10 +59,12 @@ inline Tensor call_op(OpCall& call) {
 }
 
 // Dispatches an in-place op on `self` (out[0] = self) and bumps its version.
+// The bump comes first, so a layer that records the call (autograd) sees the
+// version the tensor has after the write.
 inline Tensor& call_inplace(OpCall& call, Tensor& self) {
   call.out[0] = self;
-  dispatch(call);
   self.bump_version();
+  dispatch(call);
   return self;
 }
 

@@ -14,7 +14,7 @@ namespace mixt {
 
 class Generator;
 
-constexpr int kMaxInputs = 4;
+constexpr int kMaxInputs = 6;
 constexpr int kMaxOutputs = 3;
 
 // The attribute block. Each op documents which fields it reads (op_table.def).

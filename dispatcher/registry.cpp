@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include <mixt/dispatcher/dispatch.h>
+#include <mixt/runtime/autograd/autograd.h>
 #include <mixt/runtime/check.h>
 
 namespace mixt {
@@ -45,6 +46,7 @@ void ensure_kernels_registered() {
     register_common_kernels();
     register_cpu_kernels();
     register_cuda_kernels();
+    autograd::register_autograd_kernels();
     t_registering_builtins = false;
     g_kernels_registered = true;
   });

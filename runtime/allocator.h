@@ -29,6 +29,19 @@ constexpr size_t kCpuAlignment = 64;
 
 // The CPU allocator (64-byte aligned).
 Allocator* cpu_allocator();
+
+// Bytes the CPU allocator has handed out: now, and at most since the last reset.
+struct MemoryStats {
+  int64_t allocated_bytes = 0;
+  int64_t peak_bytes = 0;
+  int64_t allocations = 0;  // number of allocate() calls
+  int64_t cached_bytes = 0; // freed blocks kept for reuse (Note [CPU block cache])
+};
+MemoryStats cpu_memory_stats();
+// Returns the cached free blocks to the system.
+void release_cpu_cache();
+// Sets the peak to the current allocation.
+void reset_cpu_peak_memory();
 // The allocator registered for `type`; throws mixt::Error if none (CUDA unavailable).
 Allocator* allocator_for(DeviceType type);
 // Registers the allocator for a device type (the CUDA backend does this).

@@ -13,3 +13,12 @@
 #include <mixt/runtime/ops.h>
 #include <mixt/runtime/scalar.h>
 #include <mixt/runtime/tensor.h>
+#include <mixt/runtime/autograd/autograd.h>
+#include <mixt/runtime/nn/functional.h>
+#include <mixt/runtime/nn/module.h>
+#include <mixt/runtime/nn/modules.h>
+#include <mixt/runtime/optim/optimizer.h>
+#include <mixt/runtime/optim/schedule.h>
+#include <mixt/runtime/io/checkpoint.h>
+#include <mixt/runtime/io/dlpack.h>
+#include <mixt/runtime/io/safetensors.h>

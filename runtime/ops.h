@@ -153,6 +153,8 @@ Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
 Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha = 1);
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
 Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha = 1);
+// a - alpha * b with a scalar first operand.
+Tensor sub(const Scalar& a, const Tensor& b, const Scalar& alpha = 1);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Scalar& b);
 // rounding_mode: "" (true division), "trunc" or "floor".

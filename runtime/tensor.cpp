@@ -93,13 +93,43 @@ MIXT_FORALL_DTYPES(MIXT_INSTANTIATE_TO_VECTOR)
 Tensor& Tensor::set_requires_grad(bool value) {
   MIXT_CHECK(!value || is_floating_point(), "requires_grad",
              "only floating-point tensors can require gradients (this one is {})", dtype());
+  MIXT_CHECK(is_leaf(), "requires_grad",
+             "requires_grad can only be changed on leaf tensors (use detach() for a leaf copy of this result)");
   impl_->requires_grad = value;
   return *this;
 }
 
 const Tensor& Tensor::grad() const {
   static const Tensor undefined;
-  return impl_->autograd ? impl_->autograd->grad : undefined;
+  if (!impl_->autograd) return undefined;
+  const AutogradMeta& m = *impl_->autograd;
+  if (!m.grad.defined() && m.retained_grad) return *m.retained_grad;
+  return m.grad;
+}
+
+bool Tensor::is_leaf() const { return !impl_->autograd || !impl_->autograd->grad_fn; }
+
+void Tensor::set_data(const Tensor& other) {
+  MIXT_CHECK(defined() && other.defined(), "set_data", "both tensors must be defined");
+  MIXT_CHECK(!requires_grad() || is_floating(other.dtype()), "set_data",
+             "a tensor that requires grad cannot hold {} data", other.dtype());
+  TensorImpl& me = *impl_;
+  const TensorImpl& src = *other.impl();
+  const bool moved = me.dtype != src.dtype || me.device != src.device;
+  const uint32_t old_version = version();
+  me.storage = src.storage;
+  // The version only moves forward: caches keyed on (tensor, version) see the change.
+  if (me.storage->version.load() <= old_version) me.storage->version.store(old_version + 1);
+  me.offset = src.offset;
+  me.sizes = src.sizes;
+  me.strides = src.strides;
+  me.dtype = src.dtype;
+  me.device = src.device;
+  me.keys = src.keys;
+  me.is_view = false;
+  me.refresh();
+  // A gradient of another dtype or device no longer matches the data.
+  if (moved && me.autograd) me.autograd->grad = Tensor();
 }
 
 void Tensor::set_grad(const Tensor& g) {

@@ -75,14 +75,25 @@ class Tensor {
   uint32_t version() const { return impl_->storage->version.load(std::memory_order_relaxed); }
   void bump_version() const { impl_->storage->version.fetch_add(1, std::memory_order_relaxed); }
 
-  // ---- autograd slots (filled in by runtime/autograd) ----
+  // ---- autograd (runtime/autograd/autograd.h has the rest of the API) ----
   bool requires_grad() const { return impl_->requires_grad; }
-  // Marks this tensor as a leaf that accumulates a gradient; floating dtypes only.
+  // Marks this leaf as accumulating a gradient (floating dtypes only).
   Tensor& set_requires_grad(bool value);
-  // The accumulated gradient (undefined until one exists).
+  Tensor& requires_grad_(bool value = true) { return set_requires_grad(value); }
+  // The accumulated gradient (undefined until one exists; a retained one for non-leaves).
   const Tensor& grad() const;
   // Sets or clears the gradient.
   void set_grad(const Tensor& g);
+  // Backpropagates from this tensor (a one-element tensor unless `grad` is given).
+  void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
+  // The same data without autograd history.
+  Tensor detach() const;
+  // True when no op produced this tensor inside a recorded graph.
+  bool is_leaf() const;
+  // Replaces this tensor's data (storage, geometry, dtype, device) with `other`'s,
+  // keeping its identity: every handle, and its autograd leaf state, see the new data.
+  // How modules move parameters between devices and dtypes in place.
+  void set_data(const Tensor& other);
 
   // ---- printing ----
   // Values and metadata, as printed by operator<<.

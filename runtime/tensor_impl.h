@@ -49,6 +49,7 @@ struct TensorImpl {
   DispatchKeySet keys;
   bool contiguous = true;
   bool wrapped_number = false;  // a Scalar operand wrapped as a 0-dim tensor
+  bool is_view = false;         // made by a view op (autograd refuses to record in-place ops on it)
   bool requires_grad = false;
   std::unique_ptr<AutogradMeta> autograd;
 };

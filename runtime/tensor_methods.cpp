@@ -1,4 +1,5 @@
 // Tensor's op methods: one-line forwards to the free functions in ops.h.
+#include <mixt/runtime/autograd/autograd.h>
 #include <mixt/runtime/ops.h>
 
 namespace mixt {
@@ -50,5 +51,10 @@ Tensor Tensor::log() const { return mixt::log(*this); }
 Tensor Tensor::sqrt() const { return mixt::sqrt(*this); }
 Tensor Tensor::neg() const { return mixt::neg(*this); }
 Tensor Tensor::relu() const { return mixt::relu(*this); }
+
+void Tensor::backward(const Tensor& grad, bool retain_graph) const {
+  autograd::backward({*this}, grad.defined() ? std::vector<Tensor>{grad} : std::vector<Tensor>{}, retain_graph);
+}
+Tensor Tensor::detach() const { return autograd::detach(*this); }
 
 }  // namespace mixt

@@ -7,6 +7,7 @@ void register_common_kernels() {
   register_view_kernels();
   register_movement_kernels();
   register_composite_kernels();
+  register_nn_composite_kernels();
 }
 
 }  // namespace mixt

@@ -11,6 +11,7 @@ namespace {
 
 void set_view(OpCall& c, const Shape& sizes, const Shape& strides, int64_t offset) {
   c.out[0] = make_view(c.in[0], sizes, strides, offset);
+  c.out[0].impl()->is_view = true;
 }
 
 void view_kernel(OpCall& c, DispatchKeySet) {

@@ -4,10 +4,12 @@
 // contiguous buffer of the accumulate type that is then copied (and rounded) into the output.
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include <cblas.h>
+#include <omp.h>
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
@@ -23,6 +25,8 @@ namespace {
 constexpr int64_t kSmallGemm = 64 * 1024;
 // Multiply-adds per thread the integer loop and the batch split aim for.
 constexpr int64_t kWorkGrain = 32 * 1024;
+// Products of at least this many multiply-adds are split by rows across threads.
+constexpr int64_t kParallelGemm = 1 << 20;
 // Column tile of the integer loop (the row accumulator stays in L1).
 constexpr int64_t kIntTile = 256;
 
@@ -154,18 +158,26 @@ void blas_product(const OpCall& c, const Product& p, const Tensor& a, const Tens
   const int n = static_cast<int>(p.n), m = static_cast<int>(p.m), k = static_cast<int>(p.k);
   const T* pa = static_cast<const T*>(A.data);
   const T* pb = static_cast<const T*>(B.data);
-  auto one = [&](int64_t i) {
-    gemm(A.trans, B.trans, n, m, k, alpha, pa + i * A.batch_stride, static_cast<int>(A.ld), pb + i * B.batch_stride,
-         static_cast<int>(B.ld), beta, acc + i * p.n * p.m);
-  };
+  // Note [GEMM threads]: OpenBLAS runs single-threaded; the batch and, for large
+  // products, blocks of rows are spread over mixt's OpenMP threads instead, so the
+  // elementwise loops and the GEMMs share one pool and never compete for the cores.
   const int64_t work = p.n * p.m * p.k;
-  if (p.batch > 1 && work <= kSmallGemm) {
-    parallel_for(p.batch, std::max<int64_t>(1, kWorkGrain / work), [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) one(i);
-    });
-  } else {
-    for (int64_t i = 0; i < p.batch; ++i) one(i);
-  }
+  const int64_t threads = omp_get_max_threads();
+  const int64_t row_blocks =
+      work >= kParallelGemm && p.batch < threads ? std::max<int64_t>(1, std::min(threads, p.n / 16)) : 1;
+  const int64_t tasks = p.batch * row_blocks;
+  const int64_t grain = std::max<int64_t>(1, kWorkGrain / std::max<int64_t>(1, work / row_blocks));
+  parallel_for(tasks, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) {
+      const int64_t i = t / row_blocks, rb = t % row_blocks;
+      const int64_t r0 = p.n * rb / row_blocks, r1 = p.n * (rb + 1) / row_blocks;
+      if (r0 == r1) continue;
+      // Rows r0..r1 of the result read rows r0..r1 of A (columns, when A is transposed).
+      const T* a_rows = pa + i * A.batch_stride + (A.trans ? r0 : r0 * A.ld);
+      gemm(A.trans, B.trans, static_cast<int>(r1 - r0), m, k, alpha, a_rows, static_cast<int>(A.ld),
+           pb + i * B.batch_stride, static_cast<int>(B.ld), beta, acc + i * p.n * p.m + r0 * p.m);
+    }
+  });
 }
 
 // acc = alpha * a @ b + beta * acc for integer operands, accumulating in (wrapping) 64-bit arithmetic.
@@ -289,6 +301,9 @@ void baddbmm_kernel(OpCall& c, DispatchKeySet) { product_kernel(c, true, true); 
 }  // namespace
 
 void register_matmul_kernels() {
+  // See Note [GEMM threads]; MIXT_BLAS_THREADS overrides.
+  const char* env = std::getenv("MIXT_BLAS_THREADS");
+  openblas_set_num_threads(env ? std::max(1, std::atoi(env)) : 1);
   register_kernel(OpId::mm, DispatchKey::CPU, mm_kernel);
   register_kernel(OpId::bmm, DispatchKey::CPU, bmm_kernel);
   register_kernel(OpId::addmm, DispatchKey::CPU, addmm_kernel);

@@ -13,4 +13,7 @@ void register_reduce_kernels();
 void register_scan_kernels();
 void register_index_kernels();
 void register_matmul_kernels();
+void register_softmax_kernels();
+void register_norm_kernels();
+void register_conv_kernels();
 }  // namespace mixt::cpu

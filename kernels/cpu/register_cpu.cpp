@@ -15,6 +15,9 @@ void register_cpu_kernels() {
   cpu::register_scan_kernels();
   cpu::register_index_kernels();
   cpu::register_matmul_kernels();
+  cpu::register_softmax_kernels();
+  cpu::register_norm_kernels();
+  cpu::register_conv_kernels();
 }
 
 }  // namespace mixt

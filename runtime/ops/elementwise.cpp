@@ -170,6 +170,7 @@ Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   return call_op(c);
 }
 Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) { return sub(a, wrapped_scalar(b), alpha); }
+Tensor sub(const Scalar& a, const Tensor& b, const Scalar& alpha) { return sub(wrapped_scalar(a), b, alpha); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(OpId::mul, a, b); }
 Tensor mul(const Tensor& a, const Scalar& b) { return mul(a, wrapped_scalar(b)); }
 Tensor div(const Tensor& a, const Tensor& b, std::string_view rounding_mode) {
@@ -261,7 +262,7 @@ Tensor operator+(const Tensor& a, const Scalar& b) { return add(a, b); }
 Tensor operator+(const Scalar& a, const Tensor& b) { return add(wrapped_scalar(a), b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator-(const Tensor& a, const Scalar& b) { return sub(a, b); }
-Tensor operator-(const Scalar& a, const Tensor& b) { return sub(wrapped_scalar(a), b); }
+Tensor operator-(const Scalar& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator*(const Tensor& a, const Scalar& b) { return mul(a, b); }
 Tensor operator*(const Scalar& a, const Tensor& b) { return mul(wrapped_scalar(a), b); }

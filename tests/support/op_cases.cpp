@@ -1,5 +1,5 @@
 // The op-case table and its runner. See op_cases.h.
-#include "op_cases.h"
+#include "op_case_builder.h"
 
 #include <cmath>
 #include <map>
@@ -9,89 +9,6 @@
 
 namespace mixt::testing {
 namespace {
-
-constexpr uint32_t F = dtypes::kFloating, I = dtypes::kIntegral, B = dtypes::kBoolSet;
-constexpr uint32_t N = I | F, A = N | B;
-constexpr uint32_t kNoCuda = 0;
-
-// Deterministic values in [lo, hi] (integers for integer dtypes, 0/1 for bool), in `dt`.
-Tensor data(ScalarType dt, const Shape& shape, double lo, double hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<double> v(static_cast<size_t>(shape.numel()));
-  if (dt == kBool) {
-    for (double& x : v) x = static_cast<double>(rng() & 1u);
-  } else if (is_integral(dt)) {
-    const int64_t l = dt == kUInt8 ? std::max<int64_t>(0, static_cast<int64_t>(std::ceil(lo)))
-                                   : static_cast<int64_t>(std::ceil(lo));
-    const int64_t h = std::max(l, static_cast<int64_t>(std::floor(hi)));
-    std::uniform_int_distribution<int64_t> d(l, h);
-    for (double& x : v) x = static_cast<double>(d(rng));
-  } else {
-    std::uniform_real_distribution<double> d(lo, hi);
-    for (double& x : v) x = d(rng);
-  }
-  return from_vector(v, shape).to(dt);
-}
-
-Tensor index_tensor(const std::vector<int64_t>& v, const Shape& shape) { return from_vector(v, shape); }
-
-using Run = std::function<Tensor(const std::vector<Tensor>&, ScalarType, Device)>;
-using OutRule = std::function<ScalarType(ScalarType)>;
-
-const OutRule kSame = [](ScalarType dt) { return dt; };
-const OutRule kFloatPromote = [](ScalarType dt) { return is_floating(dt) ? dt : kFloat32; };
-const OutRule kBoolOut = [](ScalarType) { return kBool; };
-const OutRule kInt64Out = [](ScalarType) { return kInt64; };
-const OutRule kSumOut = [](ScalarType dt) { return is_floating(dt) ? dt : kInt64; };
-const OutRule kFloat32Out = [](ScalarType) { return kFloat32; };
-
-struct Builder {
-  std::vector<OpCase> cases;
-
-  OpCase& add(std::string label, OpId op, uint32_t cpu, uint32_t cuda, std::function<CaseInputs(ScalarType)> make,
-              Run run, OutRule out = kSame) {
-    OpCase c;
-    c.label = std::move(label);
-    c.op = op;
-    c.cpu_dtypes = cpu;
-    c.cuda_dtypes = cuda;
-    c.make = std::move(make);
-    c.run = std::move(run);
-    c.out_dtype = std::move(out);
-    cases.push_back(std::move(c));
-    return cases.back();
-  }
-
-  // One data input of `shape` in [lo, hi].
-  OpCase& unary(std::string label, OpId op, uint32_t cpu, uint32_t cuda, double lo, double hi,
-                std::function<Tensor(const Tensor&)> f, OutRule out = kSame, Shape shape = {3, 5}) {
-    return add(
-        std::move(label), op, cpu, cuda,
-        [=](ScalarType dt) { return CaseInputs{{data(dt, shape, lo, hi, 1)}, 0b1}; },
-        [f](const std::vector<Tensor>& in, ScalarType, Device) { return f(in[0]); }, std::move(out));
-  }
-
-  // The in-place form: runs on a clone so the inputs stay intact.
-  OpCase& unary_(std::string label, OpId op, uint32_t cpu, uint32_t cuda, double lo, double hi,
-                 std::function<void(Tensor&)> f) {
-    return unary(std::move(label), op, cpu, cuda, lo, hi, [f](const Tensor& t) {
-      Tensor x = t.clone();
-      f(x);
-      return x;
-    });
-  }
-
-  // Two data inputs [3, 4] and [4] (broadcast) in the given ranges.
-  OpCase& binary(std::string label, OpId op, uint32_t cpu, uint32_t cuda, double lo_a, double hi_a, double lo_b,
-                 double hi_b, std::function<Tensor(const Tensor&, const Tensor&)> f, OutRule out = kSame) {
-    return add(
-        std::move(label), op, cpu, cuda,
-        [=](ScalarType dt) {
-          return CaseInputs{{data(dt, {3, 4}, lo_a, hi_a, 2), data(dt, {4}, lo_b, hi_b, 3)}, 0b11};
-        },
-        [f](const std::vector<Tensor>& in, ScalarType, Device) { return f(in[0], in[1]); }, std::move(out));
-  }
-};
 
 std::vector<OpCase> build_cases() {
   Builder b;
@@ -433,6 +350,7 @@ std::vector<OpCase> build_cases() {
   b.add("linear/bias", OpId::linear, N, kNoCuda, three_mats({4, 8}, {5, 8}, {5}),
         [](const std::vector<Tensor>& in, ScalarType, Device) { return linear(in[0], in[1], in[2]); })
       .magnitude = 4;
+  add_nn_cases(b);
   return b.cases;
 }
 

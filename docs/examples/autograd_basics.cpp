@@ -1,0 +1,58 @@
+// Autograd: recording, backward, gradients of leaves, hooks, no_grad, a custom
+// op's backward formula.
+#include <cstdio>
+
+#include <mixt/mixt.h>
+#include <mixt/runtime/autograd/function.h>
+
+using namespace mixt;
+
+namespace {
+
+// A custom op with its own backward: softsign(x) = x / (1 + |x|).
+void softsign_cpu(OpCall& c, DispatchKeySet) { c.out[0] = div(c.in[0], add(abs(c.in[0]), 1.0)); }
+
+std::vector<Tensor> softsign_backward(const autograd::BackwardContext& ctx, const std::vector<Tensor>& grads) {
+  const Tensor d = add(abs(ctx.input(0)), 1.0);
+  return {div(grads[0], mul(d, d))};  // d/dx = 1 / (1 + |x|)^2
+}
+
+Tensor softsign(const Tensor& x) {
+  static const OpId op = [] {
+    OpId id = register_op({.name = "example::softsign", .min_inputs = 1, .max_inputs = 1, .outputs = 1,
+                           .flags = op_flags::Diff});
+    register_kernel(id, DispatchKey::CPU, softsign_cpu);
+    autograd::register_derivative(id, {.fn = softsign_backward, .save_inputs = 1u << 0});
+    return id;
+  }();
+  OpCall c(op);
+  c.push(x);
+  return call_op(c);
+}
+
+}  // namespace
+
+int main() {
+  // Leaves that require grad; every op on them records a node.
+  Tensor w = from_vector(std::vector<float>{0.5f, -1.0f, 2.0f}).requires_grad_();
+  Tensor x = from_vector(std::vector<float>{1.0f, 2.0f, 3.0f});
+  Tensor loss = sum(mul(softsign(mul(w, x)), 2.0));
+  loss.backward();  // fills w.grad()
+  std::printf("loss %.4f, dloss/dw = %s\n", loss.item<double>(), w.grad().str().c_str());
+
+  // A hook sees (and may replace) a gradient on its way; NoGradGuard stops recording.
+  w.set_grad(Tensor());
+  autograd::register_hook(w, [](const Tensor& g) { return clamp(g, -0.1, 0.1); });
+  sum(mul(w, x)).backward();
+  std::printf("clipped gradient %s\n", w.grad().str().c_str());
+  {
+    autograd::NoGradGuard no_grad;
+    w.sub_(mul(w.grad(), 0.1));  // an optimizer step, not recorded
+  }
+  // The gradient of a cast comes back in the leaf's dtype.
+  Tensor y = sum(mul(w.to(kBFloat16), w.to(kBFloat16)));
+  w.set_grad(Tensor());
+  y.backward();
+  std::printf("through bfloat16: grad dtype %s\n", std::string(dtype_name(w.grad().dtype())).c_str());
+  return w.grad().dtype() == kFloat32 ? 0 : 1;
+}

@@ -1,0 +1,243 @@
+// The training demo: a small character-level transformer language model
+// trained on real text on the CPU, with a progress line, a checkpoint that is
+// written and resumed, and a sample of generated text at the end.
+//
+//   train_charlm [text file] [--steps N] [--seconds S]
+// Default text: /usr/share/common-licenses/GPL-3 (the last 10% is held out);
+// default: 1400 steps, stopping early at 110 seconds.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include <mixt/mixt.h>
+
+using namespace mixt;
+namespace F = mixt::nn::functional;
+
+namespace {
+
+struct Config {
+  std::string path = "/usr/share/common-licenses/GPL-3";
+  int64_t steps = 1400;
+  double seconds = 110;
+  int64_t context = 64, batch = 16, dim = 128, heads = 4, layers = 2;
+  double lr = 3e-3;
+};
+
+Config parse(int argc, char** argv) {
+  Config c;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) c.steps = std::atoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) c.seconds = std::atof(argv[++i]);
+    else c.path = argv[i];
+  }
+  return c;
+}
+
+// The model: token and position embeddings, pre-norm transformer blocks, a head.
+class CharLM : public nn::Module {
+ public:
+  CharLM(int64_t vocab, const Config& c) : context_(c.context) {
+    tok_ = register_module("tok", std::make_shared<nn::Embedding>(vocab, c.dim));
+    pos_ = register_module("pos", std::make_shared<nn::Embedding>(c.context, c.dim));
+    for (int64_t i = 0; i < c.layers; ++i) {
+      auto block = std::make_shared<nn::TransformerBlock>(c.dim, c.heads, /*mlp_ratio=*/4.0, /*dropout=*/0.1);
+      blocks_.push_back(register_module("block" + std::to_string(i), block));
+    }
+    norm_ = register_module("norm", std::make_shared<nn::LayerNorm>(Shape{c.dim}));
+    head_ = register_module("head", std::make_shared<nn::Linear>(c.dim, vocab));
+  }
+
+  // ids [B, T] (int64) -> logits [B, T, vocab]
+  Tensor forward(const Tensor& ids) override {
+    const int64_t t = ids.size(1);
+    Tensor x = add(tok_->forward(ids), pos_->forward(arange(t)));
+    for (auto& b : blocks_) x = b->forward(x);
+    return head_->forward(norm_->forward(x));
+  }
+
+ private:
+  int64_t context_;
+  std::shared_ptr<nn::Embedding> tok_, pos_;
+  std::vector<std::shared_ptr<nn::TransformerBlock>> blocks_;
+  std::shared_ptr<nn::LayerNorm> norm_;
+  std::shared_ptr<nn::Linear> head_;
+};
+
+// A model, its optimizer and its schedule: what a checkpoint restores.
+struct Run {
+  std::unique_ptr<CharLM> model;
+  std::unique_ptr<optim::AdamW> opt;
+  std::unique_ptr<optim::WarmupCosine> schedule;
+};
+
+Run make_run(int64_t vocab, const Config& c, int64_t planned_steps) {
+  Run r;
+  r.model = std::make_unique<CharLM>(vocab, c);
+  r.opt = std::make_unique<optim::AdamW>(r.model->parameters(), optim::AdamWOptions{.lr = c.lr, .weight_decay = 0.01});
+  r.schedule = std::make_unique<optim::WarmupCosine>(*r.opt, std::min<int64_t>(50, planned_steps / 10 + 1),
+                                                     planned_steps, 0.1);
+  return r;
+}
+
+struct Corpus {
+  std::vector<int64_t> ids;
+  size_t train_end = 0;  // ids[0, train_end) train, the rest is held out
+  std::vector<char> chars;  // id -> char
+  double unigram_entropy = 0;  // nats
+};
+
+Corpus load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("train_charlm", "cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  if (text.size() < 1000) throw Error("train_charlm", path + " is too short to train on");
+  int map[256];
+  std::fill(std::begin(map), std::end(map), -1);
+  Corpus c;
+  std::vector<double> counts;
+  for (unsigned char ch : text) {
+    if (map[ch] < 0) {
+      map[ch] = static_cast<int>(c.chars.size());
+      c.chars.push_back(static_cast<char>(ch));
+      counts.push_back(0);
+    }
+    c.ids.push_back(map[ch]);
+    counts[static_cast<size_t>(map[ch])] += 1;
+  }
+  c.train_end = c.ids.size() * 9 / 10;
+  for (double n : counts) {
+    const double p = n / static_cast<double>(text.size());
+    c.unigram_entropy -= p * std::log(p);
+  }
+  return c;
+}
+
+// A batch of random windows of the training text (or of the held-out text):
+// inputs [B, T] and next-character targets [B, T].
+std::pair<Tensor, Tensor> batch(const Corpus& c, const Config& cfg, std::mt19937_64& rng, bool held_out = false) {
+  const size_t lo = held_out ? c.train_end : 0, hi = held_out ? c.ids.size() : c.train_end;
+  std::uniform_int_distribution<size_t> start(lo, hi - static_cast<size_t>(cfg.context) - 2);
+  std::vector<int64_t> x, y;
+  for (int64_t b = 0; b < cfg.batch; ++b) {
+    const size_t s = start(rng);
+    x.insert(x.end(), c.ids.begin() + static_cast<long>(s), c.ids.begin() + static_cast<long>(s) + cfg.context);
+    y.insert(y.end(), c.ids.begin() + static_cast<long>(s) + 1, c.ids.begin() + static_cast<long>(s) + cfg.context + 1);
+  }
+  return {from_vector(x, {cfg.batch, cfg.context}), from_vector(y, {cfg.batch, cfg.context})};
+}
+
+// Loss on windows of the held-out text (no graph).
+double evaluate(CharLM& model, const Corpus& c, const Config& cfg) {
+  autograd::NoGradGuard no_grad;
+  model.eval();
+  std::mt19937_64 rng(1234);
+  double total = 0;
+  const int n = 4;
+  for (int i = 0; i < n; ++i) {
+    auto [x, y] = batch(c, cfg, rng, /*held_out=*/true);
+    Tensor logits = model.forward(x);
+    total += F::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1})).item<double>();
+  }
+  model.train();
+  return total / n;
+}
+
+std::string sample(CharLM& model, const Corpus& c, const Config& cfg, const std::string& prompt, int length) {
+  autograd::NoGradGuard no_grad;
+  model.eval();
+  std::vector<int64_t> ids;
+  for (char ch : prompt)
+    for (size_t i = 0; i < c.chars.size(); ++i)
+      if (c.chars[i] == ch) ids.push_back(static_cast<int64_t>(i));
+  std::string out = prompt;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int step = 0; step < length; ++step) {
+    const size_t from = ids.size() > static_cast<size_t>(cfg.context) ? ids.size() - cfg.context : 0;
+    std::vector<int64_t> window(ids.begin() + static_cast<long>(from), ids.end());
+    Tensor logits = model.forward(from_vector(window, {1, static_cast<int64_t>(window.size())}));
+    Tensor last = logits.select(1, -1).select(0, 0);
+    const std::vector<double> p = F::softmax(div(last, 0.8), 0).to_vector<double>();  // temperature 0.8
+    double r = u(rng), acc = 0;
+    size_t pick = p.size() - 1;
+    for (size_t i = 0; i < p.size(); ++i)
+      if ((acc += p[i]) >= r) {
+        pick = i;
+        break;
+      }
+    ids.push_back(static_cast<int64_t>(pick));
+    out += c.chars[pick];
+  }
+  model.train();
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Config cfg = parse(argc, argv);
+  const Corpus corpus = load(cfg.path);
+  std::printf("text: %s, %zu characters (last %zu held out), vocabulary %zu, unigram entropy %.3f nats/char\n",
+              cfg.path.c_str(), corpus.ids.size(), corpus.ids.size() - corpus.train_end, corpus.chars.size(),
+              corpus.unigram_entropy);
+
+  manual_seed(0);
+  const int64_t vocab = static_cast<int64_t>(corpus.chars.size());
+  const int64_t planned = cfg.steps;
+  Run run = make_run(vocab, cfg, planned);
+  std::printf("model: %lld layers, dim %lld, %lld heads, context %lld, %lld parameters; batch %lld\n",
+              static_cast<long long>(cfg.layers), static_cast<long long>(cfg.dim), static_cast<long long>(cfg.heads),
+              static_cast<long long>(cfg.context), static_cast<long long>(run.model->num_parameters()),
+              static_cast<long long>(cfg.batch));
+
+  std::mt19937_64 rng(42);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  const std::string ckpt = "train_charlm.ckpt.safetensors";
+  bool resumed = false;
+  double loss_value = 0;
+  int64_t step = 0;
+  for (; step < cfg.steps && elapsed() < cfg.seconds; ++step) {
+    auto [x, y] = batch(corpus, cfg, rng);
+    run.opt->zero_grad();
+    Tensor logits = run.model->forward(x);
+    Tensor loss = F::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
+    loss.backward();
+    run.opt->step();
+    run.schedule->step();
+    loss_value = loss.item<double>();
+    if (step % 25 == 0) {
+      const double tok_s = static_cast<double>((step + 1) * cfg.batch * cfg.context) / elapsed();
+      std::printf("step %5lld  loss %.3f  %.0f tokens/s  lr %.2e  %.0f s  %.0f MB in use\n",
+                  static_cast<long long>(step), loss_value, tok_s, run.opt->lr(), elapsed(),
+                  static_cast<double>(cpu_memory_stats().allocated_bytes) / 1e6);
+      std::fflush(stdout);
+    }
+    // Halfway through the budget: write a checkpoint, then continue from a run rebuilt from the file.
+    if (!resumed && step > 0 && (elapsed() > cfg.seconds / 2 || step + 1 == cfg.steps / 2)) {
+      io::save_checkpoint(ckpt, *run.model, *run.opt, run.schedule.get());
+      Run restored = make_run(vocab, cfg, planned);
+      io::load_checkpoint(ckpt, *restored.model, *restored.opt, restored.schedule.get());
+      run = std::move(restored);
+      std::printf("checkpoint written to %s; training continues from the reloaded model, optimizer and schedule\n",
+                  ckpt.c_str());
+      resumed = true;
+    }
+  }
+  CharLM& model = *run.model;
+  const double held_out = evaluate(model, corpus, cfg);
+  std::printf("after %lld steps in %.0f s: train loss %.3f, held-out loss %.3f nats/char (unigram entropy %.3f)\n",
+              static_cast<long long>(step), elapsed(), loss_value, held_out, corpus.unigram_entropy);
+  std::printf("sample:\n%s\n", sample(model, corpus, cfg, "The ", 200).c_str());
+  std::remove(ckpt.c_str());
+  return 0;
+}

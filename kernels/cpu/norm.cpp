@@ -1,0 +1,169 @@
+// layer_norm and rms_norm on the CPU. Each row (the trailing normalized_shape
+// dims) is reduced in double with two passes (mean, then centred squares), so
+// narrow floats lose nothing before the single rounding of y. The statistics
+// (mean and rstd, shape x.shape[:-k]) are returned in x's accumulate type
+// (float32, float64 for float64 inputs) for the backward formulas.
+#include <cmath>
+#include <limits>
+
+#include <mixt/dispatcher/dispatch.h>
+#include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/convert.h>
+#include <mixt/kernels/cpu/copy.h>
+#include <mixt/kernels/cpu/loops.h>
+#include <mixt/kernels/cpu/register.h>
+#include <mixt/runtime/dtype_visit.h>
+
+namespace mixt::cpu {
+namespace {
+
+// A normalization call, validated: x as [rows, cols] plus affine parameters in float64.
+struct NormPlan {
+  Tensor x;             // contiguous
+  Tensor weight, bias;  // contiguous float64 [cols], or undefined
+  Shape stat_sizes;     // x.shape[:-k]
+  int64_t rows = 1, cols = 1;
+};
+
+// An affine parameter as float64 [cols] after checking its shape and dtype.
+Tensor affine_param(const OpCall& c, int i, const Shape& normalized, const char* what) {
+  if (c.n_in <= i || !c.in[i].defined()) return Tensor();
+  const Tensor& p = c.in[i];
+  MIXT_CHECK_OP(p.is_cpu(), c, "the {} is on {}, expected the cpu", what, p.device());
+  MIXT_CHECK_OP(is_floating(p.dtype()), c, "expected a floating {}, got {}", what, p.dtype());
+  MIXT_CHECK_OP(p.sizes() == normalized, c, "expected a {} of shape {} (normalized_shape), got {}", what, normalized,
+                p.sizes());
+  return p.to(kFloat64).contiguous();
+}
+
+NormPlan plan_norm(const OpCall& c, bool has_bias) {
+  const Tensor& x = c.in[0];
+  const Shape& normalized = c.attrs.shape;
+  MIXT_CHECK_OP(x.is_cpu(), c, "the CPU kernel got a tensor on {}", x.device());
+  MIXT_CHECK_OP(is_floating(x.dtype()), c, "expected a floating input, got {}", x.dtype());
+  const int k = normalized.size();
+  MIXT_CHECK_OP(k >= 1, c, "normalized_shape must have at least one dimension");
+  bool trailing = k <= x.dim();
+  for (int i = 0; trailing && i < k; ++i) trailing = x.size(x.dim() - k + i) == normalized[i];
+  MIXT_CHECK_OP(trailing, c, "normalized_shape {} does not match the trailing dims of the input of shape {}",
+                normalized, x.sizes());
+  NormPlan p;
+  p.x = x.contiguous();
+  p.weight = affine_param(c, 1, normalized, "weight");
+  if (has_bias) p.bias = affine_param(c, 2, normalized, "bias");
+  for (int d = 0; d < x.dim() - k; ++d) p.stat_sizes.push_back(x.size(d));
+  p.cols = normalized.numel();
+  p.rows = p.stat_sizes.numel();
+  return p;
+}
+
+// Runs row(x_row, y_row, cols, r) over every row of x in its storage type T, writing y.
+template <class Row>
+Tensor for_each_row(const OpCall& c, const NormPlan& p, Row&& row) {
+  Tensor y = make_empty(p.x.sizes(), p.x.dtype(), p.x.device());
+  visit_dtype<dtypes::kFloating>(p.x.dtype(), op_name(c.op).data(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = p.x.data_ptr<T>();
+    T* py = y.data_ptr<T>();
+    const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, p.cols));
+    parallel_for(p.rows, grain, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) row(px + r * p.cols, py + r * p.cols, r);
+    });
+  });
+  return y;
+}
+
+// Writes y_j = (x_j - mean) * rstd * w_j + b_j for one row.
+template <class T>
+void affine_row(const T* x, T* y, int64_t n, double mean, double rstd, const double* w, const double* b) {
+  for (int64_t j = 0; j < n; ++j) {
+    double v = (static_cast<double>(x[j]) - mean) * rstd;
+    if (w) v *= w[j];
+    if (b) v += b[j];
+    y[j] = convert<T>(v);
+  }
+}
+
+// Stores a statistic of row r into the accumulate-type tensor `stat`.
+void put_stat(const Tensor& stat, int64_t r, double v) {
+  if (stat.dtype() == kFloat64)
+    stat.data_ptr<double>()[r] = v;
+  else
+    stat.data_ptr<float>()[r] = static_cast<float>(v);
+}
+
+void set_outputs(OpCall& c, std::initializer_list<Tensor> results) {
+  int k = 0;
+  for (const Tensor& t : results) {
+    Tensor& given = c.out[static_cast<size_t>(k++)];
+    if (given.defined())
+      copy_into(given, t, c);
+    else
+      given = t;
+  }
+}
+
+const double* data_or_null(const Tensor& t) { return t.defined() ? t.data_ptr<double>() : nullptr; }
+
+void layer_norm_kernel(OpCall& c, DispatchKeySet) {
+  const NormPlan p = plan_norm(c, true);
+  const double eps = c.attrs.s0.has_value() ? c.attrs.s0.to_double() : 1e-5;
+  const ScalarType st = accumulate_type(p.x.dtype());
+  const Tensor mean = make_empty(p.stat_sizes, st, p.x.device()), rstd = make_empty(p.stat_sizes, st, p.x.device());
+  const double *w = data_or_null(p.weight), *b = data_or_null(p.bias);
+  const Tensor y = for_each_row(c, p, [&](const auto* x, auto* y, int64_t r) {
+    double m = 0, v = 0;
+    for (int64_t j = 0; j < p.cols; ++j) m += static_cast<double>(x[j]);
+    m = p.cols > 0 ? m / static_cast<double>(p.cols) : 0.0;
+    for (int64_t j = 0; j < p.cols; ++j) v += (static_cast<double>(x[j]) - m) * (static_cast<double>(x[j]) - m);
+    v = p.cols > 0 ? v / static_cast<double>(p.cols) : 0.0;
+    const double rs = 1.0 / std::sqrt(v + eps);
+    affine_row(x, y, p.cols, m, rs, w, b);
+    put_stat(mean, r, m);
+    put_stat(rstd, r, rs);
+  });
+  set_outputs(c, {y, mean, rstd});
+}
+
+// The machine epsilon of `t` (rms_norm's default eps, as torch.finfo(dtype).eps).
+double epsilon_of(ScalarType t) {
+  switch (t) {
+    case kFloat64:
+      return std::numeric_limits<double>::epsilon();
+    case kFloat16:
+      return 0x1p-10;
+    case kBFloat16:
+      return 0x1p-7;
+    case kFloat8_e4m3fn:
+      return 0x1p-3;
+    case kFloat8_e5m2:
+      return 0x1p-2;
+    default:
+      return std::numeric_limits<float>::epsilon();
+  }
+}
+
+void rms_norm_kernel(OpCall& c, DispatchKeySet) {
+  const NormPlan p = plan_norm(c, false);
+  const double eps = c.attrs.s0.has_value() ? c.attrs.s0.to_double() : epsilon_of(p.x.dtype());
+  const Tensor rstd = make_empty(p.stat_sizes, accumulate_type(p.x.dtype()), p.x.device());
+  const double* w = data_or_null(p.weight);
+  const Tensor y = for_each_row(c, p, [&](const auto* x, auto* y, int64_t r) {
+    double ms = 0;
+    for (int64_t j = 0; j < p.cols; ++j) ms += static_cast<double>(x[j]) * static_cast<double>(x[j]);
+    ms = p.cols > 0 ? ms / static_cast<double>(p.cols) : 0.0;
+    const double rs = 1.0 / std::sqrt(ms + eps);
+    affine_row(x, y, p.cols, 0.0, rs, w, nullptr);
+    put_stat(rstd, r, rs);
+  });
+  set_outputs(c, {y, rstd});
+}
+
+}  // namespace
+
+void register_norm_kernels() {
+  register_kernel(OpId::layer_norm, DispatchKey::CPU, layer_norm_kernel);
+  register_kernel(OpId::rms_norm, DispatchKey::CPU, rms_norm_kernel);
+}
+
+}  // namespace mixt::cpu

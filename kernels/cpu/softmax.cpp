@@ -1,0 +1,95 @@
+// softmax and log_softmax on the CPU, along one dim. Each line is max-subtracted
+// (stable for large inputs); narrow floats compute in float32, exponent sums
+// accumulate in double, and every output is rounded once. A row holding NaN
+// gives NaN, a row of -inf gives NaN (as PyTorch).
+#include <cmath>
+#include <limits>
+
+#include <mixt/dispatcher/dispatch.h>
+#include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/convert.h>
+#include <mixt/kernels/cpu/copy.h>
+#include <mixt/kernels/cpu/loops.h>
+#include <mixt/kernels/cpu/register.h>
+#include <mixt/runtime/dtype_visit.h>
+
+namespace mixt::cpu {
+namespace {
+
+// A tensor viewed as [outer, n, inner] around the softmax dim.
+struct Lines {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+Lines lines_of(const Tensor& x, int64_t dim) {
+  Lines l;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const int64_t s = x.size(d);
+    if (d < dim)
+      l.outer *= s;
+    else if (d == dim)
+      l.n = s;
+    else
+      l.inner *= s;
+  }
+  return l;
+}
+
+// Writes softmax (or log_softmax when Log) of the `n` values at x[0], x[stride], ... to y.
+template <bool Log, class T>
+void softmax_line(const T* x, T* y, int64_t n, int64_t stride) {
+  using M = opmath_t<T>;
+  M m = -std::numeric_limits<M>::infinity();
+  for (int64_t j = 0; j < n; ++j) {
+    const M v = static_cast<M>(x[j * stride]);
+    if (v > m || std::isnan(v)) m = v;
+  }
+  double s = 0;
+  for (int64_t j = 0; j < n; ++j) s += static_cast<double>(std::exp(static_cast<M>(x[j * stride]) - m));
+  if constexpr (Log) {
+    const M log_s = static_cast<M>(std::log(s));
+    for (int64_t j = 0; j < n; ++j) y[j * stride] = convert<T>(static_cast<M>(x[j * stride]) - m - log_s);
+  } else {
+    const M inv = static_cast<M>(1.0 / s);
+    for (int64_t j = 0; j < n; ++j) y[j * stride] = convert<T>(std::exp(static_cast<M>(x[j * stride]) - m) * inv);
+  }
+}
+
+template <bool Log>
+void softmax_kernel(OpCall& c, DispatchKeySet) {
+  const Tensor& in = c.in[0];
+  const ScalarType dt = c.attrs.dtype;
+  MIXT_CHECK_OP(in.is_cpu(), c, "the CPU kernel got a tensor on {}", in.device());
+  MIXT_CHECK_OP(dt == ScalarType::Undefined || is_floating(dt), c, "dtype must be a floating type, got {}", dt);
+  MIXT_CHECK_OP(is_floating(in.dtype()) || dt != ScalarType::Undefined, c,
+                "expected a floating input, got {} (pass a floating dtype to convert it first)", in.dtype());
+  const Tensor x = (dt == ScalarType::Undefined || dt == in.dtype() ? in : in.to(dt)).contiguous();
+  const int64_t dim = wrap_dim(c.attrs.dim, x.dim(), op_name(c.op).data());
+  const Lines l = lines_of(x, dim);
+  Tensor out = make_empty(x.sizes(), x.dtype(), x.device());
+  visit_dtype<dtypes::kFloating>(x.dtype(), op_name(c.op).data(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.data_ptr<T>();
+    T* py = out.data_ptr<T>();
+    const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, l.n));
+    parallel_for(l.outer * l.inner, grain, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const int64_t off = (r / l.inner) * l.n * l.inner + r % l.inner;
+        softmax_line<Log>(px + off, py + off, l.n, l.inner);
+      }
+    });
+  });
+  if (c.out[0].defined())
+    copy_into(c.out[0], out, c);
+  else
+    c.out[0] = out;
+}
+
+}  // namespace
+
+void register_softmax_kernels() {
+  register_kernel(OpId::softmax, DispatchKey::CPU, softmax_kernel<false>);
+  register_kernel(OpId::log_softmax, DispatchKey::CPU, softmax_kernel<true>);
+}
+
+}  // namespace mixt::cpu

@@ -1,0 +1,75 @@
+// The generic kernel of the Autograd dispatch key.
+#include <mixt/dispatcher/dispatch.h>
+#include <mixt/dispatcher/op_check.h>
+#include <mixt/runtime/autograd/autograd.h>
+#include <mixt/runtime/autograd/function.h>
+#include <mixt/runtime/autograd_meta.h>
+
+namespace mixt::autograd {
+namespace {
+
+bool any_requires_grad(const OpCall& c) {
+  for (int i = 0; i < c.n_in; ++i)
+    if (c.in[i].defined() && c.in[i].requires_grad()) return true;
+  for (const Tensor& t : c.list)
+    if (t.requires_grad()) return true;
+  return false;
+}
+
+void run_below(OpCall& c, DispatchKeySet keys) {
+  ExcludeKeysGuard below(DispatchKey::Autograd);
+  redispatch(c, keys, DispatchKey::Autograd);
+}
+
+}  // namespace
+
+void autograd_kernel(OpCall& c, DispatchKeySet keys) {
+  if (!is_grad_enabled() || !any_requires_grad(c)) {
+    run_below(c, keys);
+    return;
+  }
+  const Derivative* d = derivative_for(c.op);
+  MIXT_CHECK_OP(d != nullptr, c, "is differentiable but has no backward formula (register_derivative)");
+  const OpEntry& e = op_entry(c.op);
+  if (e.has(op_flags::Inplace)) {
+    const Tensor& self = c.in[0];
+    MIXT_CHECK_OP(!(self.requires_grad() && is_leaf(self)), c,
+                  "a leaf tensor that requires grad cannot be modified in place while recording (do the update "
+                  "under NoGradGuard, as optimizers do)");
+    MIXT_CHECK_OP(!self.impl()->is_view, c,
+                  "in-place ops on views are not recorded by autograd: clone() the view, or write to the base "
+                  "tensor");
+  }
+  std::vector<Edge> edges;
+  edges.reserve(static_cast<size_t>(c.n_in) + c.list.size());
+  for (int i = 0; i < c.n_in; ++i) edges.push_back(gradient_edge(c.in[i]));
+  for (const Tensor& t : c.list) edges.push_back(gradient_edge(t));
+  std::shared_ptr<OpNode> node;
+  {
+    NoGradGuard no_grad;  // copies taken for backward are not part of the graph
+    node = std::make_shared<OpNode>(c, *d, std::move(edges));
+  }
+  run_below(c, keys);
+  node->save_outputs(c);
+  for (int i = 0; i < e.schema.outputs; ++i) {
+    Tensor& out = c.out[static_cast<size_t>(i)];
+    if (!out.defined() || !is_floating(out.dtype())) continue;
+    AutogradMeta& meta = autograd_meta(out);
+    meta.grad_fn = node;
+    meta.output_nr = static_cast<uint32_t>(i);
+    out.impl()->requires_grad = true;
+  }
+}
+
+void register_autograd_kernels() {
+  for (int i = 0; i < kNumBuiltinOps; ++i) {
+    const auto id = static_cast<OpId>(i);
+    const OpEntry& e = mixt::detail::g_ops[i];  // (op_entry() would wait for this very registration)
+    if (!e.has(op_flags::Diff)) continue;
+    // A composite op runs above autograd: the ops it calls record themselves.
+    const KernelFn composite = e.kernels[static_cast<int>(DispatchKey::CPU)];
+    register_kernel(id, DispatchKey::Autograd, e.has(op_flags::Composite) ? composite : autograd_kernel);
+  }
+}
+
+}  // namespace mixt::autograd

@@ -1,0 +1,209 @@
+// Backward formulas of the elementwise ops. In-place forms share the
+// out-of-place formula (the node saves a copy of self when the formula reads it).
+#include <cmath>
+#include <numbers>
+
+#include <mixt/runtime/autograd/derivatives.h>
+
+namespace mixt::autograd {
+namespace {
+
+const Tensor& G(const Grads& g) { return g[0]; }
+
+// ---- unary ----
+Grads neg_bw(const BackwardContext&, const Grads& g) { return {neg(G(g))}; }
+Grads abs_bw(const BackwardContext& c, const Grads& g) { return {mul(G(g), sign(c.input(0)))}; }
+Grads zero_bw(const BackwardContext& c, const Grads& g) { return {zeros_like(G(g))}; }
+Grads exp_bw(const BackwardContext& c, const Grads& g) { return {mul(G(g), c.output(0))}; }
+Grads expm1_bw(const BackwardContext& c, const Grads& g) { return {mul(G(g), add(c.output(0), 1))}; }
+Grads log_bw(const BackwardContext& c, const Grads& g) { return {div(G(g), c.input(0))}; }
+Grads log1p_bw(const BackwardContext& c, const Grads& g) { return {div(G(g), add(c.input(0), 1))}; }
+Grads log2_bw(const BackwardContext& c, const Grads& g) {
+  return {div(G(g), mul(c.input(0), std::numbers::ln2))};
+}
+Grads log10_bw(const BackwardContext& c, const Grads& g) {
+  return {div(G(g), mul(c.input(0), std::numbers::ln10))};
+}
+Grads sqrt_bw(const BackwardContext& c, const Grads& g) { return {div(G(g), mul(c.output(0), 2))}; }
+Grads rsqrt_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor y = c.output(0);
+  return {mul(mul(G(g), mul(mul(y, y), y)), -0.5)};
+}
+Grads reciprocal_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor y = c.output(0);
+  return {neg(mul(G(g), mul(y, y)))};
+}
+Grads sin_bw(const BackwardContext& c, const Grads& g) { return {mul(G(g), cos(c.input(0)))}; }
+Grads cos_bw(const BackwardContext& c, const Grads& g) { return {neg(mul(G(g), sin(c.input(0))))}; }
+Grads tan_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor y = c.output(0);
+  return {mul(G(g), add(mul(y, y), 1))};
+}
+Grads tanh_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor y = c.output(0);
+  return {mul(G(g), sub(1, mul(y, y)))};
+}
+Grads sigmoid_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor y = c.output(0);
+  return {mul(G(g), mul(y, sub(1, y)))};
+}
+Grads relu_bw(const BackwardContext& c, const Grads& g) { return {mul(G(g), gt(c.output(0), 0))}; }
+Grads gelu_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor x = c.input(0);
+  if (c.attrs().flag) {  // tanh approximation
+    const double k = std::sqrt(2.0 / std::numbers::pi), a = 0.044715;
+    const Tensor x2 = mul(x, x);
+    const Tensor t = tanh(mul(mul(x, add(mul(x2, a), 1)), k));
+    const Tensor dinner = mul(add(mul(x2, 3 * a), 1), k);
+    const Tensor d = add(mul(add(t, 1), 0.5), mul(mul(mul(x, sub(1, mul(t, t))), dinner), 0.5));
+    return {mul(G(g), d)};
+  }
+  const Tensor cdf = mul(add(erf(mul(x, 1.0 / std::numbers::sqrt2)), 1), 0.5);
+  const Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), 1.0 / std::sqrt(2 * std::numbers::pi));
+  return {mul(G(g), add(cdf, mul(x, pdf)))};
+}
+Grads silu_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor x = c.input(0), s = sigmoid(x);
+  return {mul(G(g), mul(s, add(mul(x, sub(1, s)), 1)))};
+}
+Grads softplus_bw(const BackwardContext& c, const Grads& g) {
+  const double beta = c.attrs().s0.to_double(), threshold = c.attrs().s1.to_double();
+  const Tensor z = mul(c.input(0), beta);
+  return {mul(G(g), where(gt(z, threshold), ones_like(z), sigmoid(z)))};
+}
+Grads erf_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor x = c.input(0);
+  return {mul(G(g), mul(exp(neg(mul(x, x))), 2.0 / std::sqrt(std::numbers::pi)))};
+}
+Grads erfinv_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor y = c.output(0);
+  return {mul(G(g), mul(exp(mul(y, y)), std::sqrt(std::numbers::pi) / 2))};
+}
+Grads clamp_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor x = c.input(0);
+  Tensor keep = ones_like(x, {.dtype = kBool});
+  if (c.attrs().s0.has_value()) keep = logical_and(keep, ge(x, c.attrs().s0));
+  if (c.attrs().s1.has_value()) keep = logical_and(keep, le(x, c.attrs().s1));
+  return {mul(G(g), keep)};
+}
+
+// ---- binary ----
+Grads add_bw(const BackwardContext& c, const Grads& g) {
+  const Scalar alpha = c.attrs().s0;
+  return {sum_to(G(g), c.input_meta(0).sizes), sum_to(mul(G(g), alpha), c.input_meta(1).sizes)};
+}
+Grads sub_bw(const BackwardContext& c, const Grads& g) {
+  return {sum_to(G(g), c.input_meta(0).sizes), sum_to(mul(G(g), -c.attrs().s0.to_double()), c.input_meta(1).sizes)};
+}
+Grads mul_bw(const BackwardContext& c, const Grads& g) {
+  Grads out(2);
+  if (c.needs_grad(0)) out[0] = sum_to(mul(G(g), c.input(1)), c.input_meta(0).sizes);
+  if (c.needs_grad(1)) out[1] = sum_to(mul(G(g), c.input(0)), c.input_meta(1).sizes);
+  return out;
+}
+Grads div_bw(const BackwardContext& c, const Grads& g) {
+  if (c.attrs().i0 != 0) return {zeros(c.input_meta(0).sizes, {.dtype = G(g).dtype(), .device = G(g).device()}), Tensor()};
+  const Tensor a = c.input(0), b = c.input(1);
+  Grads out(2);
+  if (c.needs_grad(0)) out[0] = sum_to(div(G(g), b), c.input_meta(0).sizes);
+  if (c.needs_grad(1)) out[1] = sum_to(neg(div(mul(G(g), a), mul(b, b))), c.input_meta(1).sizes);
+  return out;
+}
+Grads pow_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor a = c.input(0), b = c.input(1);
+  Grads out(2);
+  if (c.needs_grad(0)) {
+    // b * a^(b-1), with 0 where b == 0 (the derivative of a^0).
+    const Tensor d = where(eq(b, 0), Scalar(0.0), mul(b, pow(a, sub(b, 1))));
+    out[0] = sum_to(mul(G(g), d), c.input_meta(0).sizes);
+  }
+  if (c.needs_grad(1)) {
+    const Tensor y = c.output(0);
+    const Tensor d = where(logical_and(eq(a, 0), ge(b, 0)), Scalar(0.0), mul(y, log(a)));
+    out[1] = sum_to(mul(G(g), d), c.input_meta(1).sizes);
+  }
+  return out;
+}
+Grads atan2_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor a = c.input(0), b = c.input(1);
+  const Tensor denom = add(mul(a, a), mul(b, b));
+  return {sum_to(div(mul(G(g), b), denom), c.input_meta(0).sizes),
+          sum_to(neg(div(mul(G(g), a), denom)), c.input_meta(1).sizes)};
+}
+// maximum/minimum: the gradient goes to the chosen input; ties split it evenly.
+Grads minmax_bw(const BackwardContext& c, const Grads& g, bool is_max) {
+  const Tensor a = c.input(0), b = c.input(1);
+  const Tensor a_wins = is_max ? gt(a, b) : lt(a, b), tie = eq(a, b);
+  const Tensor wa = add(a_wins.to(G(g).dtype()), mul(tie, 0.5));
+  return {sum_to(mul(G(g), wa), c.input_meta(0).sizes), sum_to(mul(G(g), sub(1, wa)), c.input_meta(1).sizes)};
+}
+Grads maximum_bw(const BackwardContext& c, const Grads& g) { return minmax_bw(c, g, true); }
+Grads minimum_bw(const BackwardContext& c, const Grads& g) { return minmax_bw(c, g, false); }
+
+// ---- ternary ----
+Grads addcmul_bw(const BackwardContext& c, const Grads& g) {
+  const Scalar v = c.attrs().s0;
+  return {sum_to(G(g), c.input_meta(0).sizes), sum_to(mul(mul(G(g), c.input(2)), v), c.input_meta(1).sizes),
+          sum_to(mul(mul(G(g), c.input(1)), v), c.input_meta(2).sizes)};
+}
+Grads addcdiv_bw(const BackwardContext& c, const Grads& g) {
+  const Scalar v = c.attrs().s0;
+  const Tensor t1 = c.input(1), t2 = c.input(2);
+  return {sum_to(G(g), c.input_meta(0).sizes), sum_to(mul(div(G(g), t2), v), c.input_meta(1).sizes),
+          sum_to(neg(mul(div(mul(G(g), t1), mul(t2, t2)), v)), c.input_meta(2).sizes)};
+}
+Grads lerp_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor self = c.input(0), end = c.input(1), w = c.input(2);
+  return {sum_to(mul(G(g), sub(1, w)), c.input_meta(0).sizes), sum_to(mul(G(g), w), c.input_meta(1).sizes),
+          sum_to(mul(G(g), sub(end, self)), c.input_meta(2).sizes)};
+}
+
+void both(OpId op, OpId op_, Derivative d) {
+  define_derivative(op, d);
+  define_derivative(op_, d);
+}
+
+}  // namespace
+
+void register_elementwise_derivatives() {
+  both(OpId::neg, OpId::neg_, {neg_bw});
+  both(OpId::abs, OpId::abs_, {abs_bw, in0});
+  both(OpId::sign, OpId::sign_, {zero_bw});
+  both(OpId::exp, OpId::exp_, {exp_bw, 0, out0});
+  both(OpId::expm1, OpId::expm1_, {expm1_bw, 0, out0});
+  both(OpId::log, OpId::log_, {log_bw, in0});
+  both(OpId::log1p, OpId::log1p_, {log1p_bw, in0});
+  both(OpId::log2, OpId::log2_, {log2_bw, in0});
+  both(OpId::log10, OpId::log10_, {log10_bw, in0});
+  both(OpId::sqrt, OpId::sqrt_, {sqrt_bw, 0, out0});
+  both(OpId::rsqrt, OpId::rsqrt_, {rsqrt_bw, 0, out0});
+  both(OpId::reciprocal, OpId::reciprocal_, {reciprocal_bw, 0, out0});
+  both(OpId::sin, OpId::sin_, {sin_bw, in0});
+  both(OpId::cos, OpId::cos_, {cos_bw, in0});
+  both(OpId::tan, OpId::tan_, {tan_bw, 0, out0});
+  both(OpId::tanh, OpId::tanh_, {tanh_bw, 0, out0});
+  both(OpId::sigmoid, OpId::sigmoid_, {sigmoid_bw, 0, out0});
+  both(OpId::relu, OpId::relu_, {relu_bw, 0, out0});
+  both(OpId::gelu, OpId::gelu_, {gelu_bw, in0});
+  both(OpId::silu, OpId::silu_, {silu_bw, in0});
+  both(OpId::softplus, OpId::softplus_, {softplus_bw, in0});
+  both(OpId::erf, OpId::erf_, {erf_bw, in0});
+  both(OpId::erfinv, OpId::erfinv_, {erfinv_bw, 0, out0});
+  both(OpId::floor, OpId::floor_, {zero_bw});
+  both(OpId::ceil, OpId::ceil_, {zero_bw});
+  both(OpId::round, OpId::round_, {zero_bw});
+  both(OpId::clamp, OpId::clamp_, {clamp_bw, in0});
+  both(OpId::add, OpId::add_, {add_bw});
+  both(OpId::sub, OpId::sub_, {sub_bw});
+  both(OpId::mul, OpId::mul_, {mul_bw, in0 | in1});
+  both(OpId::div, OpId::div_, {div_bw, in0 | in1});
+  both(OpId::pow, OpId::pow_, {pow_bw, in0 | in1, out0});
+  both(OpId::atan2, OpId::atan2_, {atan2_bw, in0 | in1});
+  define_derivative(OpId::maximum, {maximum_bw, in0 | in1});
+  define_derivative(OpId::minimum, {minimum_bw, in0 | in1});
+  both(OpId::addcmul, OpId::addcmul_, {addcmul_bw, in1 | in2});
+  both(OpId::addcdiv, OpId::addcdiv_, {addcdiv_bw, in1 | in2});
+  both(OpId::lerp, OpId::lerp_, {lerp_bw, in0 | in1 | in2});
+}
+
+}  // namespace mixt::autograd

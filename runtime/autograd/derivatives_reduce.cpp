@@ -1,0 +1,201 @@
+// Backward formulas of the reductions, scans and the matmul family, plus the
+// shared reduction helpers.
+#include <algorithm>
+#include <cmath>
+
+#include <mixt/runtime/autograd/derivatives.h>
+#include <mixt/runtime/check.h>
+
+namespace mixt::autograd {
+
+Shape reduced_dims(const Shape& dims, int64_t ndim) {
+  Shape out;
+  if (dims.empty()) {
+    for (int64_t d = 0; d < ndim; ++d) out.push_back(d);
+    return out;
+  }
+  for (int64_t d : dims) out.push_back(wrap_dim(d, ndim, "reduction"));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Tensor expand_reduced(const Tensor& g, const Shape& input_sizes, const Shape& dims, bool keepdim) {
+  Tensor r = g;
+  if (!keepdim && input_sizes.size() > 0)
+    for (int64_t d : reduced_dims(dims, input_sizes.size())) r = unsqueeze(r, d);
+  return expand(r, input_sizes);
+}
+
+int64_t reduced_count(const Shape& input_sizes, const Shape& dims) {
+  int64_t n = 1;
+  for (int64_t d : reduced_dims(dims, input_sizes.size())) n *= input_sizes[static_cast<int>(d)];
+  return n;
+}
+
+Tensor flip(const Tensor& t, int64_t dim) {
+  const int64_t n = t.size(dim);
+  return index_select(t, dim, arange(n - 1, -1, -1, {.device = t.device()}));
+}
+
+namespace {
+
+const Tensor& G(const Grads& g) { return g[0]; }
+const Shape& in_sizes(const BackwardContext& c) { return c.input_meta(0).sizes; }
+Tensor expand_g(const BackwardContext& c, const Tensor& g) {
+  return expand_reduced(g, in_sizes(c), c.attrs().shape, c.attrs().keepdim);
+}
+Tensor expand_out(const BackwardContext& c, int i = 0) {
+  return expand_reduced(c.output(i), in_sizes(c), c.attrs().shape, c.attrs().keepdim);
+}
+
+Grads sum_bw(const BackwardContext& c, const Grads& g) { return {expand_g(c, G(g))}; }
+
+Grads mean_bw(const BackwardContext& c, const Grads& g) {
+  return {div(expand_g(c, G(g)), static_cast<double>(reduced_count(in_sizes(c), c.attrs().shape)))};
+}
+
+// Product of all other elements of each reduced slice, without dividing (zeros work).
+Grads prod_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor x = c.input(0);
+  if (x.numel() == 0) return {zeros_like(x)};
+  const Shape red = reduced_dims(c.attrs().shape, x.dim());
+  Shape perm, kept_sizes;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (std::find(red.begin(), red.end(), d) == red.end()) {
+      perm.push_back(d);
+      kept_sizes.push_back(x.size(d));
+    }
+  for (int64_t d : red) perm.push_back(d);
+  const Tensor xp = permute(x, perm);
+  const Shape permuted_sizes = xp.sizes();
+  Shape flat_sizes = kept_sizes;
+  flat_sizes.push_back(-1);
+  const Tensor flat = reshape(xp, flat_sizes);  // [kept..., R]
+  const int64_t last = flat.dim() - 1, R = flat.size(last);
+  Shape one_sizes = kept_sizes;
+  one_sizes.push_back(1);
+  const Tensor one = ones(one_sizes, {.dtype = x.dtype(), .device = x.device()});
+  const Tensor left = cat({one, cumprod(narrow(flat, last, 0, R - 1), last)}, last);
+  const Tensor rev = flip(flat, last);
+  const Tensor right = flip(cat({one, cumprod(narrow(rev, last, 0, R - 1), last)}, last), last);
+  Shape inverse = Shape::filled(perm.size(), 0);
+  for (int i = 0; i < perm.size(); ++i) inverse[static_cast<int>(perm[i])] = i;
+  const Tensor others = permute(reshape(mul(left, right), permuted_sizes), inverse);
+  return {mul(expand_g(c, G(g)), others)};
+}
+
+Grads amax_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor x = c.input(0);
+  const Tensor mask = eq(x, expand_out(c));
+  const Tensor count = sum(mask, c.attrs().shape, /*keepdim=*/true);
+  return {div(mul(expand_g(c, G(g)), mask), expand(count, x.sizes()))};
+}
+
+Grads max_dim_bw(const BackwardContext& c, const Grads& g) {
+  const TensorMeta& m = c.input_meta(0);
+  Tensor idx = c.output(1), grad = G(g);
+  if (m.sizes.size() == 0) return {grad};
+  const int64_t dim = wrap_dim(c.attrs().dim, m.sizes.size(), "max");
+  if (!c.attrs().keepdim) {
+    idx = unsqueeze(idx, dim);
+    grad = unsqueeze(grad, dim);
+  }
+  return {scatter(zeros(m.sizes, {.dtype = grad.dtype(), .device = m.device}), dim, idx, grad)};
+}
+
+Grads var_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor x = c.input(0);
+  const double n = static_cast<double>(reduced_count(x.sizes(), c.attrs().shape));
+  const double corr = c.attrs().s0.has_value() ? c.attrs().s0.to_double() : 1.0;
+  const Tensor centered = sub(x, mean(x, c.attrs().shape, /*keepdim=*/true));
+  return {mul(expand_g(c, G(g)), mul(centered, 2.0 / (n - corr)))};
+}
+
+Grads std_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor x = c.input(0);
+  const double n = static_cast<double>(reduced_count(x.sizes(), c.attrs().shape));
+  const double corr = c.attrs().s0.has_value() ? c.attrs().s0.to_double() : 1.0;
+  const Tensor centered = sub(x, mean(x, c.attrs().shape, /*keepdim=*/true));
+  return {div(mul(expand_g(c, G(g)), centered), mul(expand_out(c), n - corr))};
+}
+
+Grads norm_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor x = c.input(0), y = expand_out(c), gx = expand_g(c, G(g));
+  const double p = c.attrs().s0.has_value() ? c.attrs().s0.to_double() : 2.0;
+  if (p == 0.0) return {zeros_like(x)};
+  if (p == 1.0) return {mul(gx, sign(x))};
+  if (std::isinf(p)) {
+    const Tensor mask = eq(abs(x), y);
+    const Tensor count = expand(sum(mask, c.attrs().shape, /*keepdim=*/true), x.sizes());
+    return {div(mul(mul(gx, sign(x)), mask), count)};
+  }
+  // x |x|^(p-2) / ||x||^(p-1); zero where the norm is zero.
+  const Tensor num = p == 2.0 ? x : mul(x, pow(abs(x), p - 2));
+  const Tensor r = div(mul(gx, num), p == 2.0 ? y : pow(y, p - 1));
+  return {masked_fill(r, eq(y, 0), 0)};
+}
+
+Grads logsumexp_bw(const BackwardContext& c, const Grads& g) {
+  return {mul(expand_g(c, G(g)), exp(sub(c.input(0), expand_out(c))))};
+}
+
+Grads cumsum_bw(const BackwardContext& c, const Grads& g) {
+  const int64_t dim = c.attrs().dim;
+  if (G(g).dim() == 0) return {G(g)};
+  return {flip(cumsum(flip(G(g), dim), dim), dim)};
+}
+
+// Exact for inputs without zeros: d out_j / d x_i = out_j / x_i for j >= i.
+Grads cumprod_bw(const BackwardContext& c, const Grads& g) {
+  const int64_t dim = c.attrs().dim;
+  const Tensor x = c.input(0), y = c.output(0);
+  if (G(g).dim() == 0) return {G(g)};
+  const Tensor gy = mul(G(g), y.to(G(g).dtype()));
+  return {div(flip(cumsum(flip(gy, dim), dim), dim), x)};
+}
+
+// ---- matmul family (gradients computed in the operands' dtype) ----
+Tensor mt(const Tensor& t) { return transpose(t, -2, -1); }
+
+Grads mm_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor a = c.input(0), b = c.input(1), gr = G(g).to(a.dtype());
+  Grads out(2);
+  if (c.needs_grad(0)) out[0] = c.op() == OpId::mm ? mm(gr, mt(b)) : bmm(gr, mt(b));
+  if (c.needs_grad(1)) out[1] = c.op() == OpId::mm ? mm(mt(a), gr) : bmm(mt(a), gr);
+  return out;
+}
+
+Grads addmm_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor a = c.input(1), b = c.input(2), gr = G(g).to(a.dtype());
+  const double beta = c.attrs().s0.to_double(), alpha = c.attrs().s1.to_double();
+  const bool batched = c.op() == OpId::baddbmm;
+  Grads out(3);
+  if (c.needs_grad(0)) out[0] = sum_to(mul(G(g), beta), c.input_meta(0).sizes);
+  if (c.needs_grad(1)) out[1] = mul(batched ? bmm(gr, mt(b)) : mm(gr, mt(b)), alpha);
+  if (c.needs_grad(2)) out[2] = mul(batched ? bmm(mt(a), gr) : mm(mt(a), gr), alpha);
+  return out;
+}
+
+}  // namespace
+
+void register_reduction_derivatives() {
+  define_derivative(OpId::sum, {sum_bw});
+  define_derivative(OpId::mean, {mean_bw});
+  define_derivative(OpId::prod, {prod_bw, in0});
+  define_derivative(OpId::amax, {amax_bw, in0, out0});
+  define_derivative(OpId::amin, {amax_bw, in0, out0});
+  define_derivative(OpId::max, {max_dim_bw, 0, out1});
+  define_derivative(OpId::min, {max_dim_bw, 0, out1});
+  define_derivative(OpId::var, {var_bw, in0});
+  define_derivative(OpId::std, {std_bw, in0, out0});
+  define_derivative(OpId::norm, {norm_bw, in0, out0});
+  define_derivative(OpId::logsumexp, {logsumexp_bw, in0, out0});
+  define_derivative(OpId::cumsum, {cumsum_bw});
+  define_derivative(OpId::cumprod, {cumprod_bw, in0, out0});
+  define_derivative(OpId::mm, {mm_bw, in0 | in1});
+  define_derivative(OpId::bmm, {mm_bw, in0 | in1});
+  define_derivative(OpId::addmm, {addmm_bw, in1 | in2});
+  define_derivative(OpId::baddbmm, {addmm_bw, in1 | in2});
+}
+
+}  // namespace mixt::autograd

@@ -1,0 +1,39 @@
+// Checkpoints: the state of a training run (model, optimizer, schedule, and any
+// other parts) in one safetensors file, written atomically. Each part's entries
+// are stored under its name ("model.layers.0.weight", "optim.state.3.exp_avg").
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <mixt/runtime/io/state_dict.h>
+
+namespace mixt::nn {
+class Module;
+}
+namespace mixt::optim {
+class Optimizer;
+class WarmupCosine;
+}
+
+namespace mixt::io {
+
+// Named parts to save together ("model", "optim", "schedule", "scaler", ...).
+using CheckpointParts = std::vector<std::pair<std::string, StateDict>>;
+
+// Writes the parts to `path` atomically (a crash mid-save leaves the old file intact).
+void save_checkpoint(const std::string& path, const CheckpointParts& parts);
+// Reads `path` and splits it into the parts it holds.
+CheckpointParts load_checkpoint_parts(const std::string& path);
+// The part called `name` of a loaded checkpoint; throws mixt::Error when absent.
+const StateDict& checkpoint_part(const CheckpointParts& parts, const std::string& name);
+
+// Saves a model and its optimizer (and optionally a schedule and extra parts).
+void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
+                     const optim::WarmupCosine* schedule = nullptr, const CheckpointParts& extra = {});
+// Restores what save_checkpoint wrote into existing objects; returns the extra parts.
+CheckpointParts load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer,
+                                optim::WarmupCosine* schedule = nullptr);
+
+}  // namespace mixt::io

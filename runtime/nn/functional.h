@@ -1,0 +1,81 @@
+// nn::functional: the neural-network ops (normalizations, losses, attention,
+// convolutions, dropout). Each is an op in the op table, so autocast policies,
+// autograd and explain see it by name.
+#pragma once
+
+#include <optional>
+
+#include <mixt/runtime/generator.h>
+#include <mixt/runtime/tensor.h>
+
+namespace mixt::nn::functional {
+
+enum class Reduction : int64_t { None = 0, Mean = 1, Sum = 2 };
+
+// softmax along `dim`, computed in float32 for narrow dtypes (max-subtracted).
+// `dtype`: cast the input to it first (Undefined: keep the input's).
+Tensor softmax(const Tensor& x, int64_t dim, ScalarType dtype = ScalarType::Undefined);
+Tensor log_softmax(const Tensor& x, int64_t dim, ScalarType dtype = ScalarType::Undefined);
+
+// Normalizes over the trailing `normalized_shape` dims; statistics in float32.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+// x * rsqrt(mean(x^2) + eps) * weight over the trailing `normalized_shape` dims.
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                std::optional<double> eps = std::nullopt);
+// Normalizes groups of channels of x [N, C, ...].
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+// Batch statistics in training (and updates the running stats in place),
+// running statistics in evaluation. x: [N, C, ...].
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool training = false,
+                  double momentum = 0.1, double eps = 1e-5);
+// Zeroes elements with probability p and scales the rest by 1/(1-p) (training only).
+Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator* gen = nullptr);
+
+// Cross entropy of logits [N, C] (or [N, C, d...], or [C]) against class
+// indices [N] (int) or class probabilities (same shape as the logits).
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight = Tensor(),
+                     int64_t ignore_index = -100, Reduction reduction = Reduction::Mean,
+                     double label_smoothing = 0.0);
+// Negative log likelihood of log-probabilities [N, C] at class indices [N].
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight = Tensor(),
+                int64_t ignore_index = -100, Reduction reduction = Reduction::Mean);
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+                      double beta = 1.0);
+Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+                  double delta = 1.0);
+// Binary cross entropy of probabilities (banned under CUDA autocast: use the logits form).
+Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target, const Tensor& weight = Tensor(),
+                            Reduction reduction = Reduction::Mean);
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target, const Tensor& weight = Tensor(),
+                                        const Tensor& pos_weight = Tensor(), Reduction reduction = Reduction::Mean);
+// KL divergence with `input` = log-probabilities (and `target` log-probabilities when log_target).
+Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+              bool log_target = false);
+Tensor cosine_similarity(const Tensor& a, const Tensor& b, int64_t dim = 1, double eps = 1e-8);
+
+// softmax(q k^T * scale + mask) v over the last two dims; `attn_mask` is bool
+// (true = attend) or additive floating; is_causal masks the upper triangle.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& attn_mask = Tensor(), double dropout_p = 0.0,
+                                    bool is_causal = false, std::optional<double> scale = std::nullopt,
+                                    Generator* gen = nullptr);
+
+// x [N, C_in, L], weight [C_out, C_in/groups, K].
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), int64_t stride = 1,
+              int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
+// x [N, C_in, H, W], weight [C_out, C_in/groups, KH, KW].
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), const Shape& stride = {1, 1},
+              const Shape& padding = {0, 0}, const Shape& dilation = {1, 1}, int64_t groups = 1);
+// Sliding-window patches: x [N, C, *spatial] -> [N, C * prod(kernel), L] (the
+// columns of a convolution as a GEMM); col2im is its adjoint.
+Tensor im2col(const Tensor& x, const Shape& kernel, const Shape& stride, const Shape& padding,
+              const Shape& dilation);
+Tensor col2im(const Tensor& cols, const Shape& spatial, const Shape& kernel, const Shape& stride,
+              const Shape& padding, const Shape& dilation);
+
+}  // namespace mixt::nn::functional

@@ -1,0 +1,197 @@
+// The standard layers (runtime/nn/modules.h).
+#include <mixt/runtime/nn/modules.h>
+
+#include <cmath>
+
+#include <mixt/runtime/check.h>
+#include <mixt/runtime/nn/functional.h>
+#include <mixt/runtime/ops.h>
+
+namespace mixt::nn {
+namespace F = functional;
+
+namespace {
+
+// A float32 tensor of `shape` drawn from U(-bound, bound).
+Tensor uniform_init(const Shape& shape, double bound) {
+  Tensor t = empty(shape);
+  return uniform_(t, -bound, bound);
+}
+
+}  // namespace
+
+// ---- Linear --------------------------------------------------------------------
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool bias)
+    : in_features_(in_features), out_features_(out_features) {
+  MIXT_CHECK(in_features >= 0 && out_features >= 0, "Linear", "negative size: in_features={}, out_features={}",
+             in_features, out_features);
+  const double bound = in_features > 0 ? 1.0 / std::sqrt(static_cast<double>(in_features)) : 0.0;
+  weight_ = register_parameter("weight", uniform_init({out_features, in_features}, bound));
+  if (bias) bias_ = register_parameter("bias", uniform_init({out_features}, bound));
+}
+
+Tensor Linear::forward(const Tensor& x) { return linear(x, weight_, bias_); }
+
+std::string Linear::extra_repr() const {
+  return fmt::format("in_features={}, out_features={}, bias={}", in_features_, out_features_, bias_.defined());
+}
+
+// ---- Embedding -----------------------------------------------------------------
+
+Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, int64_t padding_idx) : padding_idx_(padding_idx) {
+  MIXT_CHECK(num_embeddings >= 0 && embedding_dim >= 0, "Embedding", "negative size: num_embeddings={}, dim={}",
+             num_embeddings, embedding_dim);
+  MIXT_CHECK(padding_idx == -1 || (padding_idx >= 0 && padding_idx < num_embeddings), "Embedding",
+             "padding_idx {} is out of range for {} embeddings (-1: none)", padding_idx, num_embeddings);
+  Tensor w = randn({num_embeddings, embedding_dim});
+  if (padding_idx >= 0) w.select(0, padding_idx).zero_();
+  weight_ = register_parameter("weight", w);
+}
+
+Tensor Embedding::forward(const Tensor& indices) { return embedding(weight_, indices, padding_idx_); }
+
+std::string Embedding::extra_repr() const {
+  std::string s = fmt::format("{}, {}", weight_.size(0), weight_.size(1));
+  return padding_idx_ >= 0 ? s + fmt::format(", padding_idx={}", padding_idx_) : s;
+}
+
+// ---- norms ---------------------------------------------------------------------
+
+LayerNorm::LayerNorm(const Shape& normalized_shape, double eps, bool elementwise_affine, bool bias)
+    : shape_(normalized_shape), eps_(eps) {
+  MIXT_CHECK(!normalized_shape.empty(), "LayerNorm", "normalized_shape must not be empty");
+  if (!elementwise_affine) return;
+  weight_ = register_parameter("weight", ones(normalized_shape));
+  if (bias) bias_ = register_parameter("bias", zeros(normalized_shape));
+}
+
+Tensor LayerNorm::forward(const Tensor& x) { return F::layer_norm(x, shape_, weight_, bias_, eps_); }
+
+std::string LayerNorm::extra_repr() const {
+  return fmt::format("{}, eps={}, elementwise_affine={}", shape_, eps_, weight_.defined());
+}
+
+RMSNorm::RMSNorm(const Shape& normalized_shape, std::optional<double> eps, bool elementwise_affine)
+    : shape_(normalized_shape), eps_(eps) {
+  MIXT_CHECK(!normalized_shape.empty(), "RMSNorm", "normalized_shape must not be empty");
+  if (elementwise_affine) weight_ = register_parameter("weight", ones(normalized_shape));
+}
+
+Tensor RMSNorm::forward(const Tensor& x) { return F::rms_norm(x, shape_, weight_, eps_); }
+
+std::string RMSNorm::extra_repr() const {
+  return fmt::format("{}, eps={}, elementwise_affine={}", shape_, eps_ ? fmt::format("{}", *eps_) : "none",
+                     weight_.defined());
+}
+
+// ---- dropout and activations ---------------------------------------------------
+
+Dropout::Dropout(double p) : p_(p) {
+  MIXT_CHECK(p >= 0.0 && p <= 1.0, "Dropout", "probability must be in [0, 1], got {}", p);
+}
+
+Tensor Dropout::forward(const Tensor& x) { return F::dropout(x, p_, is_training()); }
+
+std::string Dropout::extra_repr() const { return fmt::format("p={}", p_); }
+
+GELU::GELU(std::string approximate) : approximate_(std::move(approximate)) {
+  MIXT_CHECK(approximate_ == "none" || approximate_ == "tanh", "GELU", "approximate must be 'none' or 'tanh', got '{}'",
+             approximate_);
+}
+
+Tensor GELU::forward(const Tensor& x) { return gelu(x, approximate_); }
+
+std::string GELU::extra_repr() const { return "approximate=" + approximate_; }
+
+Tensor ReLU::forward(const Tensor& x) { return relu(x); }
+Tensor SiLU::forward(const Tensor& x) { return silu(x); }
+Tensor Tanh::forward(const Tensor& x) { return tanh(x); }
+Tensor Sigmoid::forward(const Tensor& x) { return sigmoid(x); }
+
+// ---- Sequential ----------------------------------------------------------------
+
+void Sequential::push_back(std::shared_ptr<Module> module) { register_module(std::to_string(size()), module); }
+
+const std::shared_ptr<Module>& Sequential::operator[](size_t index) const {
+  MIXT_CHECK(index < size(), "Sequential", "index {} is out of range for {} modules", index, size());
+  return named_children()[index].second;
+}
+
+void Sequential::wrong_type(size_t index) const {
+  MIXT_FAIL("Sequential", "module {} is a {}, not the requested type", index, (*this)[index]->name());
+}
+
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor y = x;
+  for (const auto& [n, m] : named_children()) y = m->forward(y);
+  return y;
+}
+
+// ---- MultiheadAttention --------------------------------------------------------
+
+MultiheadAttention::MultiheadAttention(int64_t embed_dim, int64_t num_heads, bool bias, double dropout)
+    : embed_dim_(embed_dim), num_heads_(num_heads), dropout_(dropout) {
+  MIXT_CHECK(embed_dim > 0 && num_heads > 0 && embed_dim % num_heads == 0, "MultiheadAttention",
+             "embed_dim ({}) must be a positive multiple of num_heads ({})", embed_dim, num_heads);
+  MIXT_CHECK(dropout >= 0.0 && dropout <= 1.0, "MultiheadAttention", "dropout must be in [0, 1], got {}", dropout);
+  // xavier_uniform_ of a [3E, E] matrix: fan_in E, fan_out 3E.
+  const double bound = std::sqrt(6.0 / static_cast<double>(4 * embed_dim));
+  in_proj_weight_ = register_parameter("in_proj_weight", uniform_init({3 * embed_dim, embed_dim}, bound));
+  if (bias) in_proj_bias_ = register_parameter("in_proj_bias", zeros({3 * embed_dim}));
+  out_proj_ = register_module("out_proj", Linear(embed_dim, embed_dim, bias));
+  if (bias) out_proj_->bias().detach().zero_();
+}
+
+Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_mask,
+                                   bool is_causal) {
+  const int64_t e = embed_dim_, h = num_heads_;
+  auto check = [&](const Tensor& t, const char* what) {
+    MIXT_CHECK(t.defined() && t.dim() == 3 && t.size(2) == e, "MultiheadAttention",
+               "{} must be [batch, length, {}], got {}", what, e, t.defined() ? t.sizes().str() : "undefined");
+  };
+  check(query, "query");
+  check(key, "key");
+  check(value, "value");
+  MIXT_CHECK(key.size(0) == query.size(0) && value.size(0) == query.size(0) && key.size(1) == value.size(1),
+             "MultiheadAttention", "batch or source length mismatch: query {}, key {}, value {}", query.sizes(),
+             key.sizes(), value.sizes());
+  // Project with the q/k/v rows of the packed weight, then split heads: [B, L, E] -> [B, H, L, E/H].
+  auto project = [&](const Tensor& x, int64_t part) {
+    const Tensor w = in_proj_weight_.narrow(0, part * e, e);
+    const Tensor b = in_proj_bias_.defined() ? in_proj_bias_.narrow(0, part * e, e) : Tensor();
+    return linear(x, w, b).view({x.size(0), x.size(1), h, e / h}).transpose(1, 2);
+  };
+  const double p = is_training() ? dropout_ : 0.0;
+  Tensor out =
+      F::scaled_dot_product_attention(project(query, 0), project(key, 1), project(value, 2), attn_mask, p, is_causal);
+  out = out.transpose(1, 2).reshape({query.size(0), query.size(1), e});
+  return out_proj_->forward(out);
+}
+
+std::string MultiheadAttention::extra_repr() const {
+  return fmt::format("embed_dim={}, num_heads={}, dropout={}", embed_dim_, num_heads_, dropout_);
+}
+
+// ---- TransformerBlock ----------------------------------------------------------
+
+TransformerBlock::TransformerBlock(int64_t dim, int64_t num_heads, double mlp_ratio, double dropout, bool causal)
+    : causal_(causal) {
+  const auto hidden = static_cast<int64_t>(static_cast<double>(dim) * mlp_ratio);
+  MIXT_CHECK(hidden > 0, "TransformerBlock", "mlp_ratio {} gives no hidden units for dim {}", mlp_ratio, dim);
+  ln1_ = register_module("ln1", LayerNorm(dim));
+  attn_ = register_module("attn", MultiheadAttention(dim, num_heads, true, dropout));
+  drop_ = register_module("drop", Dropout(dropout));
+  ln2_ = register_module("ln2", LayerNorm(dim));
+  mlp_ = register_module("mlp", Sequential(Linear(dim, hidden), GELU(), Linear(hidden, dim), Dropout(dropout)));
+}
+
+Tensor TransformerBlock::forward(const Tensor& x) {
+  const Tensor a = ln1_->forward(x);
+  const Tensor h = x + drop_->forward(attn_->forward(a, a, a, Tensor(), causal_));
+  return h + mlp_->forward(ln2_->forward(h));
+}
+
+std::string TransformerBlock::extra_repr() const { return fmt::format("causal={}", causal_); }
+
+}  // namespace mixt::nn

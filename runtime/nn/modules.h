@@ -1,0 +1,207 @@
+// The standard layers: Linear, Embedding, norms, Dropout, activations,
+// Sequential, MultiheadAttention and a pre-norm TransformerBlock. Parameters are
+// created in float32 on the CPU from mixt's default generator; use to() to move
+// or convert them.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <mixt/runtime/nn/module.h>
+
+namespace mixt::nn {
+
+// y = x W^T + b with W [out, in]; W and b start U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's init).
+class Linear : public Module {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "Linear"; }
+  std::string extra_repr() const override;
+  // The weight [out_features, in_features].
+  const Tensor& weight() const { return weight_; }
+  // The bias [out_features] (undefined without bias).
+  const Tensor& bias() const { return bias_; }
+
+ private:
+  int64_t in_features_, out_features_;
+  Tensor weight_, bias_;
+};
+
+// A lookup table [num_embeddings, embedding_dim] initialized N(0, 1). padding_idx
+// (-1: none) names a row that starts at zero and receives no gradient.
+class Embedding : public Module {
+ public:
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, int64_t padding_idx = -1);
+  Tensor forward(const Tensor& indices) override;
+  std::string name() const override { return "Embedding"; }
+  std::string extra_repr() const override;
+  // The table [num_embeddings, embedding_dim].
+  const Tensor& weight() const { return weight_; }
+
+ private:
+  int64_t padding_idx_;
+  Tensor weight_;
+};
+
+// Layer normalization over the trailing `normalized_shape` dims (weight 1, bias 0).
+class LayerNorm : public Module {
+ public:
+  LayerNorm(const Shape& normalized_shape, double eps = 1e-5, bool elementwise_affine = true, bool bias = true);
+  // Normalizes over one trailing dim of size `dim`.
+  explicit LayerNorm(int64_t dim, double eps = 1e-5, bool elementwise_affine = true, bool bias = true)
+      : LayerNorm(Shape{dim}, eps, elementwise_affine, bias) {}
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "LayerNorm"; }
+  std::string extra_repr() const override;
+  // The scale (undefined without elementwise_affine).
+  const Tensor& weight() const { return weight_; }
+  // The shift (undefined without elementwise_affine or bias).
+  const Tensor& bias() const { return bias_; }
+
+ private:
+  Shape shape_;
+  double eps_;
+  Tensor weight_, bias_;
+};
+
+// RMS normalization over the trailing dims (eps unset: the dtype's machine epsilon).
+class RMSNorm : public Module {
+ public:
+  RMSNorm(const Shape& normalized_shape, std::optional<double> eps = std::nullopt, bool elementwise_affine = true);
+  // Normalizes over one trailing dim of size `dim`.
+  explicit RMSNorm(int64_t dim, std::optional<double> eps = std::nullopt, bool elementwise_affine = true)
+      : RMSNorm(Shape{dim}, eps, elementwise_affine) {}
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "RMSNorm"; }
+  std::string extra_repr() const override;
+  // The scale (undefined without elementwise_affine).
+  const Tensor& weight() const { return weight_; }
+
+ private:
+  Shape shape_;
+  std::optional<double> eps_;
+  Tensor weight_;
+};
+
+// Zeroes elements with probability p in training mode (identity in eval mode).
+class Dropout : public Module {
+ public:
+  explicit Dropout(double p = 0.5);
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "Dropout"; }
+  std::string extra_repr() const override;
+
+ private:
+  double p_;
+};
+
+// GELU, exact ("none") or with the "tanh" approximation.
+class GELU : public Module {
+ public:
+  explicit GELU(std::string approximate = "none");
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "GELU"; }
+  std::string extra_repr() const override;
+
+ private:
+  std::string approximate_;
+};
+
+// A parameterless module applying one elementwise op.
+#define MIXT_NN_ELEMENTWISE_MODULE(Name)                \
+  class Name : public Module {                          \
+   public:                                              \
+    Tensor forward(const Tensor& x) override;           \
+    std::string name() const override { return #Name; } \
+  };
+MIXT_NN_ELEMENTWISE_MODULE(ReLU)
+MIXT_NN_ELEMENTWISE_MODULE(SiLU)
+MIXT_NN_ELEMENTWISE_MODULE(Tanh)
+MIXT_NN_ELEMENTWISE_MODULE(Sigmoid)
+#undef MIXT_NN_ELEMENTWISE_MODULE
+
+// Runs its children in order, feeding each one's output to the next. Children are
+// named "0", "1", ...; pass modules by value (moved) or as shared_ptr.
+class Sequential : public Module {
+ public:
+  Sequential() = default;
+  template <class... M>
+  requires(sizeof...(M) > 0) explicit Sequential(M&&... modules) { (push_back(std::forward<M>(modules)), ...); }
+  // Appends a module given by value.
+  template <ModuleValue M>
+  void push_back(M&& module) {
+    push_back(std::shared_ptr<Module>(std::make_shared<std::remove_cvref_t<M>>(std::move(module))));
+  }
+  // Appends a shared module.
+  void push_back(std::shared_ptr<Module> module);
+  // Number of children.
+  size_t size() const { return named_children().size(); }
+  // Child `index` (raises when out of range).
+  const std::shared_ptr<Module>& operator[](size_t index) const;
+  // Child `index` as an M (raises when it is another type).
+  template <class M>
+  M& at(size_t index) const {
+    M* m = dynamic_cast<M*>((*this)[index].get());
+    if (m == nullptr) wrong_type(index);
+    return *m;
+  }
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "Sequential"; }
+
+ private:
+  [[noreturn]] void wrong_type(size_t index) const;
+};
+
+// Multi-head attention over batch-first [B, L, E] inputs: a packed in-projection
+// [3E, E] (xavier-uniform, zero bias), scaled_dot_product_attention per head and
+// out_proj (zero bias). Masks follow scaled_dot_product_attention: bool true =
+// attend, or additive floating, broadcastable to [B, num_heads, L, S].
+class MultiheadAttention : public Module {
+ public:
+  MultiheadAttention(int64_t embed_dim, int64_t num_heads, bool bias = true, double dropout = 0.0);
+  // Attention of `query` [B, L, E] over `key`/`value` [B, S, E]; returns [B, L, E].
+  Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_mask = Tensor(),
+                 bool is_causal = false);
+  // Self-attention: forward(x, x, x).
+  Tensor forward(const Tensor& x) override { return forward(x, x, x); }
+  std::string name() const override { return "MultiheadAttention"; }
+  std::string extra_repr() const override;
+  // The packed q, k, v projection weights [3E, E].
+  const Tensor& in_proj_weight() const { return in_proj_weight_; }
+  // The packed projection biases [3E] (undefined without bias).
+  const Tensor& in_proj_bias() const { return in_proj_bias_; }
+  // The output projection.
+  Linear& out_proj() const { return *out_proj_; }
+
+ private:
+  int64_t embed_dim_, num_heads_;
+  double dropout_;
+  Tensor in_proj_weight_, in_proj_bias_;
+  std::shared_ptr<Linear> out_proj_;
+};
+
+// A pre-norm transformer block: x + drop(attn(ln1(x))), then x + mlp(ln2(x)) with
+// mlp = Linear(dim, hidden) -> GELU -> Linear(hidden, dim) -> Dropout.
+class TransformerBlock : public Module {
+ public:
+  TransformerBlock(int64_t dim, int64_t num_heads, double mlp_ratio = 4.0, double dropout = 0.0, bool causal = true);
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "TransformerBlock"; }
+  std::string extra_repr() const override;
+  // The sub-modules, for inspection.
+  LayerNorm& ln1() const { return *ln1_; }
+  MultiheadAttention& attn() const { return *attn_; }
+  LayerNorm& ln2() const { return *ln2_; }
+  Sequential& mlp() const { return *mlp_; }
+
+ private:
+  bool causal_;
+  std::shared_ptr<LayerNorm> ln1_;
+  std::shared_ptr<MultiheadAttention> attn_;
+  std::shared_ptr<Dropout> drop_;
+  std::shared_ptr<LayerNorm> ln2_;
+  std::shared_ptr<Sequential> mlp_;
+};
+
+}  // namespace mixt::nn

@@ -1,0 +1,74 @@
+// Adam and AdamW (torch.optim.Adam / AdamW's single-tensor update rules).
+#include <cmath>
+
+#include <mixt/runtime/check.h>
+#include <mixt/runtime/ops.h>
+#include <mixt/runtime/optim/optimizer.h>
+
+namespace mixt::optim {
+namespace {
+
+const AdamOptions& checked(const std::string& name, const AdamOptions& o) {
+  for (double beta : o.betas)
+    MIXT_CHECK(beta >= 0.0 && beta < 1.0, name, "invalid betas ({}, {}): each must be in [0, 1)", o.betas[0],
+               o.betas[1]);
+  MIXT_CHECK(o.eps >= 0.0, name, "invalid eps: {} (must be >= 0)", o.eps);
+  return o;
+}
+
+}  // namespace
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions options) : Adam(single_group(std::move(params)), options) {}
+
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options)
+    : Adam("Adam", std::move(groups), options, 0.0, false) {}
+
+Adam::Adam(std::string name, std::vector<ParamGroup> groups, AdamOptions options, double default_weight_decay,
+           bool decoupled)
+    : Optimizer(name, std::move(groups), options.lr, options.weight_decay.value_or(default_weight_decay)),
+      options_(checked(name, options)),
+      decoupled_(decoupled) {
+  options_.weight_decay = options.weight_decay.value_or(default_weight_decay);
+}
+
+void Adam::update(const ParamGroup& group, ParamState& state, Tensor& param, const Tensor& grad) {
+  const double lr = *group.lr, wd = *group.weight_decay;
+  const auto [beta1, beta2] = options_.betas;
+  Tensor g = grad;  // read only: may alias the parameter's .grad
+  if (wd != 0.0) {
+    if (decoupled_)
+      param.mul_(1.0 - lr * wd);
+    else
+      g = add(g, param, wd);
+  }
+  Tensor& exp_avg = zeros_state(state, "exp_avg", param);
+  Tensor& exp_avg_sq = zeros_state(state, "exp_avg_sq", param);
+  lerp_(exp_avg, g, 1.0 - beta1);
+  addcmul_(exp_avg_sq.mul_(beta2), g, g, 1.0 - beta2);
+  const auto step = static_cast<double>(state.step);
+  const double bias_correction1 = 1.0 - std::pow(beta1, step);
+  const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(beta2, step));
+  Tensor second = exp_avg_sq;
+  if (options_.amsgrad) {
+    Tensor& max_sq = zeros_state(state, "max_exp_avg_sq", param);
+    max_sq.copy_(maximum(max_sq, exp_avg_sq));
+    second = max_sq;
+  }
+  Tensor denom = sqrt(second);
+  add_(denom.div_(bias_correction2_sqrt), options_.eps);
+  addcdiv_(param, exp_avg, denom, -lr / bias_correction1);
+}
+
+std::vector<std::pair<std::string, Optimizer::OptionRef>> Adam::hyperparameters() {
+  return {{"beta1", &options_.betas[0]},
+          {"beta2", &options_.betas[1]},
+          {"eps", &options_.eps},
+          {"amsgrad", &options_.amsgrad}};
+}
+
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : AdamW(single_group(std::move(params)), options) {}
+
+AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions options)
+    : Adam("AdamW", std::move(groups), options, 1e-2, true) {}
+
+}  // namespace mixt::optim

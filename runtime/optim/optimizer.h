@@ -1,0 +1,164 @@
+// Optimizers: the Optimizer base (parameter groups, per-parameter state, state
+// dicts) and SGD, Adam and AdamW with PyTorch's update rules. Updates run under
+// NoGradGuard, in place on the parameter tensors. Parameters of any floating
+// dtype are accepted; float16/bfloat16/float8 parameters are updated through a
+// float32 working copy and keep their optimizer state in float32.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <mixt/runtime/io/state_dict.h>
+#include <mixt/runtime/tensor.h>
+
+namespace mixt::optim {
+
+// Parameters sharing a learning rate and weight decay (unset: the optimizer's defaults).
+struct ParamGroup {
+  std::vector<Tensor> params = {};
+  std::optional<double> lr = std::nullopt;
+  std::optional<double> weight_decay = std::nullopt;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // Updates every parameter that has a gradient, then counts the step.
+  virtual void step();
+  // Clears (set_to_none) or zeroes the gradients of every parameter.
+  void zero_grad(bool set_to_none = true);
+  // Appends a group (its unset settings take the optimizer's defaults).
+  void add_param_group(ParamGroup group);
+
+  // The groups, with every setting resolved.
+  const std::vector<ParamGroup>& param_groups() const { return groups_; }
+  // The learning rate of `group`.
+  double lr(size_t group = 0) const;
+  // Sets the learning rate of every group.
+  void set_lr(double lr);
+  // Sets the learning rate of one group.
+  void set_lr(size_t group, double lr);
+  // Number of step() calls so far.
+  int64_t step_count() const { return step_count_; }
+  // "SGD", "Adam", "AdamW".
+  const std::string& name() const { return name_; }
+
+  // Per-parameter state tensors ("state.<index>.<name>", the index counting
+  // parameters across groups in order) and, in metadata, the type, step counts,
+  // group settings and hyperparameters. The tensors alias the live state.
+  io::StateDict state_dict() const;
+  // Restores a state_dict() of the same optimizer type over the same parameter
+  // counts and shapes (checked before anything changes); the state is copied.
+  void load_state_dict(const io::StateDict& sd);
+
+ protected:
+  // Per-parameter state: the number of updates and named tensors.
+  struct ParamState {
+    int64_t step = 0;
+    std::map<std::string, Tensor> tensors;
+  };
+  // A hyperparameter field saved in the state dict.
+  using OptionRef = std::variant<double*, bool*>;
+
+  Optimizer(std::string name, std::vector<ParamGroup> groups, double default_lr, double default_weight_decay);
+  // One group holding every parameter (how the constructors taking a parameter list start).
+  static std::vector<ParamGroup> single_group(std::vector<Tensor> params) {
+    return {ParamGroup{.params = std::move(params)}};
+  }
+  // Updates `param` in place from `grad`: both float32 or float64, with the same shape and device.
+  virtual void update(const ParamGroup& group, ParamState& state, Tensor& param, const Tensor& grad) = 0;
+  // The optimizer's own hyperparameters (name, field), saved and restored by the state dict.
+  virtual std::vector<std::pair<std::string, OptionRef>> hyperparameters() = 0;
+  // State tensor `key` converted to `like`'s dtype and device, or nullptr when absent.
+  static Tensor* find_state(ParamState& state, const std::string& key, const Tensor& like);
+  // State tensor `key`, created as zeros like `like` on first use.
+  static Tensor& zeros_state(ParamState& state, const std::string& key, const Tensor& like);
+
+ private:
+  std::string name_;
+  double default_lr_, default_weight_decay_;
+  std::vector<ParamGroup> groups_;
+  std::vector<ParamState> state_;  // one per parameter, in group order
+  int64_t step_count_ = 0;
+};
+
+// ---- SGD -------------------------------------------------------------------------
+
+struct SGDOptions {
+  double lr = 1e-3;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+};
+
+// Stochastic gradient descent with momentum, dampening, weight decay (added to the
+// gradient) and Nesterov momentum, as torch.optim.SGD.
+class SGD : public Optimizer {
+ public:
+  // Optimizes `params` as one group.
+  SGD(std::vector<Tensor> params, SGDOptions options = {});
+  // Optimizes `groups`; their unset lr / weight_decay come from `options`.
+  SGD(std::vector<ParamGroup> groups, SGDOptions options = {});
+  // The hyperparameters (lr and weight_decay: the defaults of new groups).
+  const SGDOptions& options() const { return options_; }
+
+ protected:
+  void update(const ParamGroup& group, ParamState& state, Tensor& param, const Tensor& grad) override;
+  std::vector<std::pair<std::string, OptionRef>> hyperparameters() override;
+
+ private:
+  SGDOptions options_;
+};
+
+// ---- Adam / AdamW ----------------------------------------------------------------
+
+struct AdamOptions {
+  double lr = 1e-3;
+  std::array<double, 2> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  std::optional<double> weight_decay = std::nullopt;  // unset: 0 for Adam, 1e-2 for AdamW
+  bool amsgrad = false;
+};
+using AdamWOptions = AdamOptions;
+
+// Adam with bias correction; weight decay is added to the gradient (L2). amsgrad
+// keeps the running maximum of the second moment.
+class Adam : public Optimizer {
+ public:
+  // Optimizes `params` as one group.
+  Adam(std::vector<Tensor> params, AdamOptions options = {});
+  // Optimizes `groups`; their unset lr / weight_decay come from `options`.
+  Adam(std::vector<ParamGroup> groups, AdamOptions options = {});
+  // The hyperparameters (lr and weight_decay: the defaults of new groups).
+  const AdamOptions& options() const { return options_; }
+
+ protected:
+  Adam(std::string name, std::vector<ParamGroup> groups, AdamOptions options, double default_weight_decay,
+       bool decoupled);
+  void update(const ParamGroup& group, ParamState& state, Tensor& param, const Tensor& grad) override;
+  std::vector<std::pair<std::string, OptionRef>> hyperparameters() override;
+
+ private:
+  AdamOptions options_;
+  bool decoupled_;
+};
+
+// Adam with decoupled weight decay: param *= 1 - lr * weight_decay before the Adam step.
+class AdamW : public Adam {
+ public:
+  // Optimizes `params` as one group.
+  AdamW(std::vector<Tensor> params, AdamWOptions options = {});
+  // Optimizes `groups`; their unset lr / weight_decay come from `options`.
+  AdamW(std::vector<ParamGroup> groups, AdamWOptions options = {});
+};
+
+}  // namespace mixt::optim

@@ -1,0 +1,111 @@
+// Checkpoints of a training run: parts round trip, a run resumed from a
+// checkpoint reaches bit-identical parameters, and bad files raise.
+#include <cstdio>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+
+#include <mixt/mixt.h>
+
+#include "test_util.h"
+
+using namespace mixt;
+using namespace mixt::testing;
+using Catch::Contains;
+
+namespace {
+
+struct Run {
+  std::unique_ptr<nn::Sequential> model;
+  std::unique_ptr<optim::AdamW> opt;
+  std::unique_ptr<optim::WarmupCosine> schedule;
+};
+
+Run make_run() {
+  manual_seed(3);
+  Run r;
+  r.model = std::make_unique<nn::Sequential>(nn::Linear(6, 16), nn::GELU(), nn::LayerNorm(Shape{16}), nn::Linear(16, 3));
+  r.opt = std::make_unique<optim::AdamW>(r.model->parameters(), optim::AdamWOptions{.lr = 1e-2});
+  r.schedule = std::make_unique<optim::WarmupCosine>(*r.opt, 3, 20, 0.1);
+  return r;
+}
+
+// Step `i` of the run: a deterministic batch, a loss, backward, an update.
+void train_step(Run& r, int64_t i) {
+  Generator g(1000 + static_cast<uint64_t>(i));
+  const Tensor x = randn({8, 6}, {}, &g);
+  const Tensor y = randint(0, 3, {8}, {}, &g);
+  r.opt->zero_grad();
+  nn::functional::cross_entropy(r.model->forward(x), y).backward();
+  r.opt->step();
+  r.schedule->step();
+}
+
+std::string temp_path(const char* name) { return std::string("mixt_test_") + name + ".safetensors"; }
+
+}  // namespace
+
+TEST_CASE("a run resumed from a checkpoint is bit-identical to the uninterrupted run", "[checkpoint]") {
+  Run straight = make_run();
+  for (int64_t i = 0; i < 12; ++i) train_step(straight, i);
+
+  Run first = make_run();
+  for (int64_t i = 0; i < 5; ++i) train_step(first, i);
+  const std::string path = temp_path("resume");
+  io::save_checkpoint(path, *first.model, *first.opt, first.schedule.get());
+  first = Run{};  // the interrupted process is gone
+
+  Run resumed = make_run();
+  io::load_checkpoint(path, *resumed.model, *resumed.opt, resumed.schedule.get());
+  CHECK(resumed.schedule->current_step() == 5);
+  for (int64_t i = 5; i < 12; ++i) train_step(resumed, i);
+
+  const auto a = straight.model->named_parameters(), b = resumed.model->named_parameters();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(a[i].first);
+    CHECK(a[i].second.to_vector<float>() == b[i].second.to_vector<float>());
+  }
+  CHECK(straight.opt->lr() == resumed.opt->lr());
+  std::remove(path.c_str());
+}
+
+TEST_CASE("checkpoint parts round trip with metadata", "[checkpoint]") {
+  io::StateDict extra;
+  extra.set("counter", from_vector(std::vector<int64_t>{7}));
+  extra.metadata["note"] = "hello";
+  const std::string path = temp_path("parts");
+  io::save_checkpoint(path, io::CheckpointParts{{"model", {}}, {"extra", extra}});
+  const io::CheckpointParts parts = io::load_checkpoint_parts(path);
+  REQUIRE(parts.size() == 2);
+  const io::StateDict& e = io::checkpoint_part(parts, "extra");
+  CHECK(e.find("counter")->to_vector<int64_t>() == std::vector<int64_t>{7});
+  CHECK(e.metadata.at("note") == "hello");
+  CHECK_THROWS_WITH(io::checkpoint_part(parts, "scaler"), Contains("no part 'scaler'"));
+  CHECK_THROWS_AS(io::save_checkpoint(path, io::CheckpointParts{{"a.b", {}}}), Error);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("loading a wrong or damaged checkpoint raises", "[checkpoint]") {
+  Run r = make_run();
+  const std::string path = temp_path("damaged");
+  CHECK_THROWS_AS(io::load_checkpoint(path, *r.model, *r.opt), Error);  // missing file
+  io::save_safetensors(path, r.model->state_dict());                   // safetensors, not a checkpoint
+  CHECK_THROWS_WITH(io::load_checkpoint(path, *r.model, *r.opt), Contains("not a mixt checkpoint"));
+  io::save_checkpoint(path, *r.model, *r.opt);
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(3);
+    f.write("\xff\xff", 2);  // corrupt the header length
+  }
+  CHECK_THROWS_AS(io::load_checkpoint(path, *r.model, *r.opt), Error);
+  // A checkpoint of another architecture: the model refuses it and stays unchanged.
+  manual_seed(9);
+  nn::Sequential other(nn::Linear(6, 4));
+  optim::AdamW other_opt(other.parameters(), {});
+  io::save_checkpoint(path, other, other_opt);
+  const auto before = r.model->parameters()[0].to_vector<float>();
+  CHECK_THROWS_AS(io::load_checkpoint(path, *r.model, *r.opt), Error);
+  CHECK(r.model->parameters()[0].to_vector<float>() == before);
+  std::remove(path.c_str());
+}
