@@ -1,10 +1,13 @@
 // mixt-bench: benchmark programs that print figures. Subcommands:
 //   dispatch   host cost of one dispatched op vs calling its kernel directly
 //   train      one training step of a small MLP on the CPU
+//   policy     a device's autocast policy table
+//   explain    explain over the demo model's forward
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "bench_autocast.h"
 #include "bench_dispatch.h"
 #include "bench_train.h"
 
@@ -14,7 +17,9 @@ void usage() {
       "usage: mixt-bench <subcommand> [options]\n"
       "  dispatch [--iters N]   ns/op of add and mm on 4x4 CPU tensors, dispatched vs direct\n"
       "  train [--steps N] [--dim D] [--batch B] [--layers L]\n"
-      "                         ms per training step of a small MLP on the CPU, peak memory\n");
+      "                         ms per training step of a small MLP on the CPU, peak memory\n"
+      "  policy [cpu|cuda]      the autocast policy table of a device\n"
+      "  explain [--json PATH]  explain over the demo model's forward under bf16 autocast\n");
 }
 }  // namespace
 
@@ -27,6 +32,8 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "dispatch") return mixt::bench::run_dispatch(argc - 2, argv + 2);
     if (cmd == "train") return mixt::bench::run_train(argc - 2, argv + 2);
+    if (cmd == "policy") return mixt::bench::run_policy(argc - 2, argv + 2);
+    if (cmd == "explain") return mixt::bench::run_explain(argc - 2, argv + 2);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mixt-bench %s: %s\n", cmd.c_str(), e.what());
     return 1;

@@ -86,6 +86,9 @@ OpId register_op(const OpSchema& schema);
 void register_kernel(OpId id, DispatchKey key, KernelFn fn);
 // Binds `fn` for every backend key (CPU and CUDA): views and composite ops.
 void register_backend_kernel(OpId id, KernelFn fn);
+// Binds `fn` as the kernel of `key` for every op that has none for it, now and for
+// ops registered later (a layer such as autocast that handles every op generically).
+void register_fallback(DispatchKey key, KernelFn fn);
 // Registers the CPU kernels of the built-in ops (done on first use).
 void register_cpu_kernels();
 // Registers the CUDA kernels of the built-in ops (a no-op without CUDA).

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include <mixt/dispatcher/dispatch.h>
+#include <mixt/autocast/autocast.h>
 #include <mixt/runtime/autograd/autograd.h>
 #include <mixt/runtime/check.h>
 
@@ -29,6 +30,7 @@ namespace {
 std::mutex g_registry_mutex;
 int g_num_ops = kNumBuiltinOps;
 std::once_flag g_schemas_once, g_register_once;
+KernelFn g_fallbacks[kNumDispatchKeys] = {};
 thread_local bool t_registering_builtins = false;
 
 // The built-in schemas, copied in once (before any kernel registration).
@@ -47,6 +49,7 @@ void ensure_kernels_registered() {
     register_cpu_kernels();
     register_cuda_kernels();
     autograd::register_autograd_kernels();
+    autocast::register_autocast_kernels();
     t_registering_builtins = false;
     g_kernels_registered = true;
   });
@@ -128,6 +131,11 @@ OpId register_op(const OpSchema& schema) {
   e.schema = schema;
   e.schema.name = *names.back();
   e.schema.flags |= op_flags::Custom;
+  for (int k = 0; k < kNumDispatchKeys; ++k)
+    if (detail::g_fallbacks[k]) {
+      e.kernels[k] = detail::g_fallbacks[k];
+      e.mask = e.mask | static_cast<DispatchKey>(k);
+    }
   return static_cast<OpId>(detail::g_num_ops++);
 }
 
@@ -140,6 +148,19 @@ void register_kernel(OpId id, DispatchKey key, KernelFn fn) {
   OpEntry& e = detail::g_ops[i];
   e.kernels[static_cast<int>(key)] = fn;
   e.mask = fn ? (e.mask | key) : (e.mask - key);
+}
+
+void register_fallback(DispatchKey key, KernelFn fn) {
+  if (!detail::t_registering_builtins) detail::ensure_kernels_registered();
+  const int n = num_ops();
+  std::lock_guard lock(detail::g_registry_mutex);
+  detail::g_fallbacks[static_cast<int>(key)] = fn;
+  for (int i = 0; i < n; ++i) {
+    OpEntry& e = detail::g_ops[i];
+    if (e.kernels[static_cast<int>(key)]) continue;
+    e.kernels[static_cast<int>(key)] = fn;
+    e.mask = e.mask | key;
+  }
 }
 
 void register_backend_kernel(OpId id, KernelFn fn) {

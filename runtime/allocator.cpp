@@ -1,7 +1,6 @@
 #include <mixt/runtime/allocator.h>
 
 #include <cstdlib>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -12,22 +11,35 @@ namespace {
 
 std::atomic<int64_t> g_allocated{0}, g_peak{0}, g_allocations{0};
 
-// Note [CPU block cache]: blocks of 32 KiB and more are rounded to whole pages
-// and kept after they are freed, for the next allocation of the same size.
-// Training loops allocate the same shapes every step; reusing their blocks
-// avoids an mmap, page faults and zeroing per op. The cache holds at most
-// kCacheLimit bytes (MIXT_CPU_CACHE_BYTES overrides; 0 disables it).
-constexpr size_t kCachedFrom = 32 * 1024;
+// Note [CPU block cache]: freed blocks are kept for the next allocation of the
+// same size class, per thread (no lock): blocks under 32 KiB in power-of-two
+// classes, larger ones rounded to whole pages. Training loops allocate the same
+// shapes every step; reusing their blocks avoids malloc, mmap, page faults and
+// zeroing per op. Each thread's cache holds at most 2 GiB (MIXT_CPU_CACHE_BYTES
+// overrides; 0 disables it).
+constexpr size_t kLargeFrom = 32 * 1024;
 constexpr size_t kPage = 4096;
+
+size_t cache_limit() {
+  static const size_t limit = [] {
+    const char* env = std::getenv("MIXT_CPU_CACHE_BYTES");
+    return env ? static_cast<size_t>(std::strtoull(env, nullptr, 10)) : size_t{2} << 30;
+  }();
+  return limit;
+}
+
+// The size a request is served with (its class).
+size_t block_size(size_t nbytes) {
+  if (nbytes >= kLargeFrom) return (nbytes + kPage - 1) / kPage * kPage;
+  size_t s = kCpuAlignment;
+  while (s < nbytes) s <<= 1;
+  return s;
+}
 
 class BlockCache {
  public:
-  BlockCache() {
-    if (const char* env = std::getenv("MIXT_CPU_CACHE_BYTES")) limit_ = static_cast<size_t>(std::strtoull(env, nullptr, 10));
-  }
   ~BlockCache() { release(); }
   void* take(size_t bytes) {
-    std::lock_guard lock(mutex_);
     auto it = free_.find(bytes);
     if (it == free_.end() || it->second.empty()) return nullptr;
     void* p = it->second.back();
@@ -35,43 +47,39 @@ class BlockCache {
     cached_ -= bytes;
     return p;
   }
-  // Keeps `p` for reuse; returns false when the cache is full (the caller frees it).
+  // Keeps `p` for reuse; false when the cache is full (the caller frees it).
   bool give(void* p, size_t bytes) {
-    std::lock_guard lock(mutex_);
-    if (cached_ + bytes > limit_) return false;
+    if (cached_ + bytes > cache_limit()) return false;
     free_[bytes].push_back(p);
     cached_ += bytes;
     return true;
   }
   void release() {
-    std::lock_guard lock(mutex_);
     for (auto& [bytes, blocks] : free_)
       for (void* p : blocks) std::free(p);
     free_.clear();
     cached_ = 0;
   }
-  size_t cached() {
-    std::lock_guard lock(mutex_);
-    return cached_;
-  }
+  size_t cached() const { return cached_; }
 
  private:
-  std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_;
   size_t cached_ = 0;
-  size_t limit_ = size_t{2} << 30;
 };
 
-BlockCache& block_cache() {
-  static BlockCache* cache = new BlockCache();  // never destroyed: tensors may outlive static destruction
-  return *cache;
-}
+thread_local BlockCache t_cache;
+thread_local bool t_cache_alive = true;  // false once this thread's cache is destroyed
+
+struct CacheLifetime {
+  ~CacheLifetime() { t_cache_alive = false; }
+};
+thread_local CacheLifetime t_cache_lifetime;
 
 // Frees (or caches) a block whose size is stored in the deleter context.
 void cpu_free(void* ctx, void* p) {
   const size_t bytes = static_cast<size_t>(reinterpret_cast<uintptr_t>(ctx));
   g_allocated.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
-  if (bytes >= kCachedFrom && block_cache().give(p, bytes)) return;
+  if (t_cache_alive && t_cache.give(p, bytes)) return;
   std::free(p);
 }
 
@@ -79,13 +87,10 @@ class CpuAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes, Device) override {
     if (nbytes == 0) return {};
-    size_t rounded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
-    void* p = nullptr;
-    if (rounded >= kCachedFrom) {
-      rounded = (rounded + kPage - 1) / kPage * kPage;
-      p = block_cache().take(rounded);
-    }
-    if (!p) p = std::aligned_alloc(rounded >= kCachedFrom ? kPage : kCpuAlignment, rounded);
+    (void)t_cache_lifetime;  // constructed with the cache, destroyed before it
+    const size_t rounded = block_size(nbytes);
+    void* p = t_cache_alive ? t_cache.take(rounded) : nullptr;
+    if (!p) p = std::aligned_alloc(rounded >= kLargeFrom ? kPage : kCpuAlignment, rounded);
     MIXT_CHECK(p != nullptr, "allocate", "out of host memory allocating {} bytes", nbytes);
     const int64_t now = g_allocated.fetch_add(static_cast<int64_t>(rounded), std::memory_order_relaxed) +
                         static_cast<int64_t>(rounded);
@@ -106,10 +111,13 @@ Allocator* cpu_allocator() { return &g_cpu_allocator; }
 
 MemoryStats cpu_memory_stats() {
   return {g_allocated.load(std::memory_order_relaxed), g_peak.load(std::memory_order_relaxed),
-          g_allocations.load(std::memory_order_relaxed), static_cast<int64_t>(block_cache().cached())};
+          g_allocations.load(std::memory_order_relaxed),
+          t_cache_alive ? static_cast<int64_t>(t_cache.cached()) : 0};
 }
 
-void release_cpu_cache() { block_cache().release(); }
+void release_cpu_cache() {
+  if (t_cache_alive) t_cache.release();
+}
 
 void reset_cpu_peak_memory() { g_peak.store(g_allocated.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 

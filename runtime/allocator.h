@@ -35,10 +35,10 @@ struct MemoryStats {
   int64_t allocated_bytes = 0;
   int64_t peak_bytes = 0;
   int64_t allocations = 0;  // number of allocate() calls
-  int64_t cached_bytes = 0; // freed blocks kept for reuse (Note [CPU block cache])
+  int64_t cached_bytes = 0; // freed blocks this thread keeps for reuse (Note [CPU block cache])
 };
 MemoryStats cpu_memory_stats();
-// Returns the cached free blocks to the system.
+// Returns this thread's cached free blocks to the system.
 void release_cpu_cache();
 // Sets the peak to the current allocation.
 void reset_cpu_peak_memory();

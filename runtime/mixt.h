@@ -1,6 +1,9 @@
 // mixt: the umbrella header an embedding application includes.
 #pragma once
 
+#include <mixt/autocast/autocast.h>
+#include <mixt/autocast/decision.h>
+#include <mixt/autocast/explain.h>
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op.h>
 #include <mixt/dispatcher/op_call.h>

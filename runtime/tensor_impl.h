@@ -50,6 +50,7 @@ struct TensorImpl {
   bool contiguous = true;
   bool wrapped_number = false;  // a Scalar operand wrapped as a 0-dim tensor
   bool is_view = false;         // made by a view op (autograd refuses to record in-place ops on it)
+  bool autocast_sensitive = false;  // autocast::mark_sensitive: uses read the float32 master
   bool requires_grad = false;
   std::unique_ptr<AutogradMeta> autograd;
 };

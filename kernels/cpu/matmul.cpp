@@ -155,7 +155,7 @@ template <class T>
 void blas_product(const OpCall& c, const Product& p, const Tensor& a, const Tensor& b, T* acc, T alpha, T beta) {
   const BlasOperand A = blas_operand(c, a), B = blas_operand(c, b);
   MIXT_CHECK_OP(p.n * p.m <= INT_MAX, c, "result of {} x {} is too large for BLAS (32-bit sizes)", p.n, p.m);
-  const int n = static_cast<int>(p.n), m = static_cast<int>(p.m), k = static_cast<int>(p.k);
+  const int m = static_cast<int>(p.m), k = static_cast<int>(p.k);
   const T* pa = static_cast<const T*>(A.data);
   const T* pb = static_cast<const T*>(B.data);
   // Note [GEMM threads]: OpenBLAS runs single-threaded; the batch and, for large

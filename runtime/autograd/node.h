@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <mixt/autocast/state.h>
 #include <mixt/runtime/tensor.h>
 
 namespace mixt::autograd {
@@ -57,6 +58,9 @@ class Node {
   std::vector<Edge> next_edges;
   std::vector<TensorMeta> output_meta;  // one per forward output
   const uint64_t sequence_nr;           // creation order: later nodes run first
+  // The precision scopes (islands, regions) open when the forward ran: the
+  // backward runs under them, on whatever thread runs it. See Note [Backward scopes].
+  const autocast::ScopeSnapshot scopes;
   bool released = false;
 
  private:

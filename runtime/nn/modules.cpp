@@ -156,15 +156,25 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
   MIXT_CHECK(key.size(0) == query.size(0) && value.size(0) == query.size(0) && key.size(1) == value.size(1),
              "MultiheadAttention", "batch or source length mismatch: query {}, key {}, value {}", query.sizes(),
              key.sizes(), value.sizes());
-  // Project with the q/k/v rows of the packed weight, then split heads: [B, L, E] -> [B, H, L, E/H].
-  auto project = [&](const Tensor& x, int64_t part) {
-    const Tensor w = in_proj_weight_.narrow(0, part * e, e);
-    const Tensor b = in_proj_bias_.defined() ? in_proj_bias_.narrow(0, part * e, e) : Tensor();
-    return linear(x, w, b).view({x.size(0), x.size(1), h, e / h}).transpose(1, 2);
-  };
+  // Split heads: [B, L, E] -> [B, H, L, E/H].
+  auto heads = [&](const Tensor& t) { return t.view({t.size(0), t.size(1), h, e / h}).transpose(1, 2); };
   const double p = is_training() ? dropout_ : 0.0;
-  Tensor out =
-      F::scaled_dot_product_attention(project(query, 0), project(key, 1), project(value, 2), attn_mask, p, is_causal);
+  Tensor q, k, v;
+  if (query.is_same(key) && key.is_same(value)) {
+    // Self-attention: one projection with the packed weight (one GEMM, and under
+    // autocast one cast of the input and one cached cast of the whole weight).
+    const std::vector<Tensor> qkv = chunk(linear(query, in_proj_weight_, in_proj_bias_), 3, -1);
+    q = qkv[0], k = qkv[1], v = qkv[2];
+  } else {
+    // Separate inputs: the q/k/v rows of the packed weight.
+    auto project = [&](const Tensor& x, int64_t part) {
+      const Tensor w = in_proj_weight_.narrow(0, part * e, e);
+      const Tensor b = in_proj_bias_.defined() ? in_proj_bias_.narrow(0, part * e, e) : Tensor();
+      return linear(x, w, b);
+    };
+    q = project(query, 0), k = project(key, 1), v = project(value, 2);
+  }
+  Tensor out = F::scaled_dot_product_attention(heads(q), heads(k), heads(v), attn_mask, p, is_causal);
   out = out.transpose(1, 2).reshape({query.size(0), query.size(1), e});
   return out_proj_->forward(out);
 }

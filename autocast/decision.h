@@ -1,0 +1,57 @@
+// The pure decision function: what autocast does to one call on one device,
+// from dtypes and the state alone. The autocast kernel uses it; tests and tools
+// call it for any device (the CUDA policy is testable without a GPU).
+#pragma once
+
+#include <array>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <mixt/autocast/policy.h>
+#include <mixt/autocast/state.h>
+#include <mixt/dispatcher/op_call.h>
+
+namespace mixt::autocast {
+
+// What the decision needs to know about one input.
+struct InputInfo {
+  bool defined = false;
+  ScalarType dtype = ScalarType::Undefined;
+  DeviceType device = DeviceType::CPU;
+  bool cacheable_param = false;  // float32 leaf requiring grad, not a view
+  bool sensitive = false;        // marked with mark_sensitive
+  OperandKind kind = OperandKind::Dim;  // how it counts in type promotion
+  static InputInfo of(const Tensor& t);
+};
+
+// Which rule decided.
+enum class Rule : uint8_t { PassThrough, Table, Island, Region, Disabled, Custom, SensitiveParam, Banned };
+std::string_view rule_name(Rule r);
+
+struct Decision {
+  Rule rule = Rule::PassThrough;
+  Policy policy = Policy::PassThrough;
+  std::array<ScalarType, kMaxInputs> cast_to{};  // per input; Undefined = unchanged
+  std::vector<ScalarType> list_cast_to;          // per list element
+  ScalarType set_dtype = ScalarType::Undefined;  // dtype attribute to set (opt_dtype, out_dtype)
+  ScalarType output_dtype = ScalarType::Undefined;  // predicted dtype of output 0
+  std::string error;                               // non-empty: the call raises this
+  bool run_without_autocast = false;               // DisabledInside
+};
+
+// The decision for `op` on `device` with these inputs and attributes under `st`.
+// `predict`: also fill output_dtype (the kernel skips it unless explain records).
+Decision decide(DeviceType device, OpId op, std::span<const InputInfo> inputs, std::span<const InputInfo> list,
+                const Attrs& attrs, const State& st, bool predict = true);
+// Convenience: the decision for plain input dtypes (all on `device`, none a parameter).
+Decision decide(DeviceType device, OpId op, std::initializer_list<ScalarType> input_dtypes,
+                const Attrs& attrs, const State& st);
+
+// A custom op's output-dtype function (like torch.library's register_fake for
+// dtypes): given the (cast) input dtypes and attributes, the dtype of output 0.
+using OutputDtypeFn = std::function<ScalarType(std::span<const ScalarType> inputs, const Attrs& attrs)>;
+void register_output_dtype(OpId op, OutputDtypeFn fn);
+
+}  // namespace mixt::autocast

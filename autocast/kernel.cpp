@@ -1,0 +1,110 @@
+// The generic autocast kernel (one per device key) and its registration as the
+// fallback of every op. See Note [Autocast kernel].
+#include <vector>
+
+#include <mixt/autocast/autocast.h>
+#include <mixt/autocast/cast_cache.h>
+#include <mixt/autocast/decision.h>
+#include <mixt/autocast/explain.h>
+#include <mixt/dispatcher/dispatch.h>
+#include <mixt/dispatcher/op_check.h>
+
+namespace mixt::autocast {
+namespace {
+
+template <DeviceType D>
+void autocast_kernel(OpCall& c, DispatchKeySet keys) {
+  constexpr DispatchKey key = autocast_key(D);
+  const State& st = state();
+  Explain* ex = detail::active_explain();
+  // Fast path: no scope open, and autocast off for this device or nothing listed for the op.
+  if (!ex && st.depth == 0 && (!st.enabled[static_cast<size_t>(D)] || policy_of(D, c.op) == Policy::PassThrough)) {
+    redispatch(c, keys, key);
+    return;
+  }
+  InputInfo infos[kMaxInputs];
+  for (int i = 0; i < c.n_in; ++i) infos[i] = InputInfo::of(c.in[i]);
+  std::vector<InputInfo> list_infos;
+  for (const Tensor& t : c.list) list_infos.push_back(InputInfo::of(t));
+  const Decision d = decide(D, c.op, {infos, static_cast<size_t>(c.n_in)}, list_infos, c.attrs, st, ex != nullptr);
+
+  size_t record = 0;
+  if (ex) {
+    ExplainRecord r;
+    r.op = std::string(op_name(c.op));
+    r.device = D;
+    r.rule = d.rule;
+    r.policy = d.policy;
+    for (int i = 0; i < c.n_in; ++i)
+      if (c.in[i].defined()) r.inputs.push_back(c.in[i].dtype());
+    for (const Tensor& t : c.list) r.inputs.push_back(t.dtype());
+    r.set_dtype = d.set_dtype;
+    r.predicted = d.output_dtype;
+    r.error = d.error;
+    record = ex->begin(std::move(r));
+  }
+  struct EndRecord {
+    Explain* ex;
+    ~EndRecord() {
+      if (ex) ex->end();
+    }
+  } end_record{ex};
+  auto finish = [&] {
+    if (!ex) return;
+    ExplainRecord& r = ex->at(record);
+    for (const Tensor& t : c.out)
+      if (t.defined()) r.outputs.push_back(t.dtype());
+  };
+
+  MIXT_CHECK_OP(d.error.empty(), c, "{} (autocast on {})", d.error, device_type_name(D));
+  if (ex && !ex->parameter_uses().empty())
+    for (int i = 0; i < c.n_in; ++i) ex->note_use(c.in[i], d.cast_to[static_cast<size_t>(i)]);
+  if (d.run_without_autocast) {
+    Disable off;  // the op's body runs in its inputs' dtypes
+    redispatch(c, keys, key);
+    finish();
+    return;
+  }
+  if (d.rule == Rule::PassThrough || d.rule == Rule::Disabled) {
+    if (decomposes_under_autocast(c.op)) {
+      redispatch(c, keys, key);  // the key stays live: the ops it calls are autocast
+    } else {
+      ExcludeKeysGuard below(key);  // one op, in its inputs' dtypes
+      redispatch(c, keys, key);
+    }
+    finish();
+    return;
+  }
+  const ScalarType lower = st.dtype[static_cast<size_t>(D)];
+  ExcludeKeysGuard casting(key);  // the casts themselves are not autocast
+  auto cast = [&](const Tensor& t, ScalarType to, int index) {
+    bool hit = false;
+    const bool use_cache = cacheable(t, to, lower);
+    Tensor r = cached_cast(t, to, use_cache, &hit);
+    if (ex) {
+      ex->at(record).casts.push_back({index, t.dtype(), to, use_cache, hit, hit ? 0 : r.nbytes()});
+    }
+    return r;
+  };
+  for (int i = 0; i < c.n_in; ++i)
+    if (d.cast_to[static_cast<size_t>(i)] != ScalarType::Undefined) c.in[i] = cast(c.in[i], d.cast_to[static_cast<size_t>(i)], i);
+  std::vector<Tensor> list;
+  if (!c.list.empty()) {
+    list.assign(c.list.begin(), c.list.end());
+    for (size_t i = 0; i < list.size(); ++i)
+      if (d.list_cast_to[i] != ScalarType::Undefined) list[i] = cast(list[i], d.list_cast_to[i], c.n_in + static_cast<int>(i));
+    c.list = list;
+  }
+  if (d.set_dtype != ScalarType::Undefined) c.attrs.dtype = d.set_dtype;
+  dispatch(c);  // with this device's autocast excluded (`casting`): the op and what it calls
+  finish();
+}
+
+}  // namespace
+
+void register_autocast_kernels() {
+  register_fallback(DispatchKey::AutocastCPU, autocast_kernel<DeviceType::CPU>);
+  register_fallback(DispatchKey::AutocastCUDA, autocast_kernel<DeviceType::CUDA>);
+}
+
+}  // namespace mixt::autocast

@@ -1,0 +1,146 @@
+// The thread-local autocast state, its guards, and the dispatch-key exclusions
+// they keep in step. See Note [Autocast state].
+#include <mixt/autocast/autocast.h>
+#include <mixt/autocast/cast_cache.h>
+#include <mixt/runtime/check.h>
+#include <mixt/runtime/ops.h>
+
+namespace mixt::autocast {
+namespace {
+
+thread_local State t_state;
+thread_local int t_observers = 0;
+
+// The autocast key of a device is live when autocast is on for it or a scope
+// (island or region) is open; a Disabled scope turns both keys off.
+void sync_keys() {
+  DispatchKeySet& excluded = tls_dispatch_keys.excluded;
+  const Scope* top = t_state.top();
+  const bool scoped = top && top->kind != ScopeKind::Disabled;
+  const bool disabled = top && top->kind == ScopeKind::Disabled;
+  for (int d = 0; d < kNumDeviceTypes; ++d) {
+    const DispatchKey k = autocast_key(static_cast<DeviceType>(d));
+    const bool live = !disabled && (t_state.enabled[static_cast<size_t>(d)] || scoped || t_observers > 0);
+    excluded = live ? excluded - k : excluded | k;
+  }
+}
+
+void push_scope(Scope s, const char* what) {
+  MIXT_CHECK(t_state.depth < kMaxScopeDepth, what, "precision scopes nest at most {} deep", kMaxScopeDepth);
+  t_state.scopes[static_cast<size_t>(t_state.depth++)] = s;
+  sync_keys();
+}
+
+void check_low_dtype(ScalarType dtype, const char* what) {
+  MIXT_CHECK(dtype == kBFloat16 || dtype == kFloat16, what,
+             "the low-precision dtype must be bfloat16 or float16, got {}", dtype);
+}
+
+}  // namespace
+
+const State& state() { return t_state; }
+bool is_enabled(DeviceType device) { return t_state.enabled[static_cast<size_t>(device)]; }
+ScalarType get_dtype(DeviceType device) { return t_state.dtype[static_cast<size_t>(device)]; }
+
+ScopeSnapshot capture_scopes() {
+  ScopeSnapshot s;
+  s.depth = t_state.depth;
+  for (int i = 0; i < t_state.depth; ++i) s.scopes[static_cast<size_t>(i)] = t_state.scopes[static_cast<size_t>(i)];
+  return s;
+}
+
+ScopeRestoreGuard::ScopeRestoreGuard(const ScopeSnapshot& s)
+    : saved_(t_state), saved_excluded_(tls_dispatch_keys.excluded) {
+  t_state.depth = s.depth;
+  t_state.scopes = s.scopes;
+  sync_keys();
+}
+
+ScopeRestoreGuard::~ScopeRestoreGuard() {
+  t_state = saved_;
+  tls_dispatch_keys.excluded = saved_excluded_;
+}
+
+Guard::Guard(Options o) : saved_(t_state), saved_excluded_(tls_dispatch_keys.excluded) {
+  const auto d = static_cast<size_t>(o.device);
+  if (o.dtype != ScalarType::Undefined) check_low_dtype(o.dtype, "autocast::Guard");
+  t_state.enabled[d] = o.enabled;
+  if (o.dtype != ScalarType::Undefined) t_state.dtype[d] = o.dtype;
+  ++t_state.nesting;
+  if (o.cache) t_state.cache_enabled = *o.cache;
+  sync_keys();
+}
+
+Guard::~Guard() {
+  if (--t_state.nesting == 0) clear_cache();
+  t_state = saved_;
+  tls_dispatch_keys.excluded = saved_excluded_;
+}
+
+Disable::Disable() : saved_(t_state), saved_excluded_(tls_dispatch_keys.excluded) {
+  push_scope({ScopeKind::Disabled, ScalarType::Undefined}, "autocast::Disable");
+}
+Disable::~Disable() {
+  t_state = saved_;
+  tls_dispatch_keys.excluded = saved_excluded_;
+}
+
+Island::Island() : saved_(t_state), saved_excluded_(tls_dispatch_keys.excluded) {
+  push_scope({ScopeKind::Island, kFloat32}, "autocast::Island");
+}
+Island::~Island() {
+  t_state = saved_;
+  tls_dispatch_keys.excluded = saved_excluded_;
+}
+
+Region::Region(ScalarType dtype) : saved_(t_state), saved_excluded_(tls_dispatch_keys.excluded) {
+  check_low_dtype(dtype, "autocast::Region");
+  push_scope({ScopeKind::Region, dtype}, "autocast::Region");
+}
+Region::~Region() {
+  t_state = saved_;
+  tls_dispatch_keys.excluded = saved_excluded_;
+}
+
+void set_dtype(DeviceType device, ScalarType dtype) {
+  check_low_dtype(dtype, "autocast::set_dtype");
+  t_state.dtype[static_cast<size_t>(device)] = dtype;
+}
+
+void set_cache_enabled(bool enabled) { t_state.cache_enabled = enabled; }
+
+void mark_sensitive(const Tensor& param, bool sensitive) {
+  MIXT_CHECK(param.defined(), "autocast::mark_sensitive", "the tensor is undefined");
+  param.impl()->autocast_sensitive = sensitive;
+}
+
+bool is_sensitive(const Tensor& param) { return param.defined() && param.impl()->autocast_sensitive; }
+
+namespace detail {
+
+void add_observer(int delta) {
+  t_observers += delta;
+  sync_keys();
+}
+
+ScalarType outer_dtype() {
+  for (int i = t_state.depth - 1; i >= 0; --i) {
+    const Scope& s = t_state.scopes[static_cast<size_t>(i)];
+    if (s.kind == ScopeKind::Region) return s.dtype;
+    if (s.kind == ScopeKind::Island) return kFloat32;
+  }
+  return kFloat32;
+}
+
+Tensor cast_result(Tensor r, ScalarType dtype) {
+  return r.defined() && is_floating(r.dtype()) && r.dtype() != kFloat64 && r.dtype() != dtype ? to(r, dtype) : r;
+}
+
+std::vector<Tensor> cast_result(std::vector<Tensor> r, ScalarType dtype) {
+  for (Tensor& t : r) t = cast_result(std::move(t), dtype);
+  return r;
+}
+
+}  // namespace detail
+
+}  // namespace mixt::autocast

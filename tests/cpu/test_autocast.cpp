@@ -1,0 +1,366 @@
+// Autocast end to end on the CPU: ops under a guard compute and return what the
+// decision says, the cast cache (hits, invalidation, clearing, gradients after
+// no_grad), nesting, Disable, islands and regions with their backward, threads,
+// custom-op policies, sensitive parameters, lower_f32_out and explain.
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include <mixt/mixt.h>
+
+#include "op_case_builder.h"
+#include "test_util.h"
+
+using namespace mixt;
+using namespace mixt::testing;
+using autocast::Policy;
+using autocast::Rule;
+using Catch::Contains;
+namespace F = mixt::nn::functional;
+
+namespace {
+autocast::Options cpu_bf16() { return {.device = DeviceType::CPU, .dtype = kBFloat16}; }
+Tensor param(const Shape& s, uint32_t seed) {
+  return data(kFloat32, s, -1, 1, seed).set_requires_grad(true);
+}
+}  // namespace
+
+TEST_CASE("every op under CPU autocast returns the dtype its decision predicts", "[autocast]") {
+  std::vector<std::string> failures;
+  int compared = 0;
+  for (ScalarType low : {kBFloat16, kFloat16}) {
+    for (const OpCase& c : op_cases()) {
+      if (!dtypes::contains(c.cpu_dtypes, kFloat32) || c.check) continue;
+      CaseInputs in = c.make(kFloat32);
+      autocast::Explain ex;
+      Tensor out;
+      try {
+        autocast::Guard g({.device = DeviceType::CPU, .dtype = low});
+        out = c.run(in.in, kFloat32, Device::cpu());
+      } catch (const std::exception& e) {
+        failures.push_back(c.label + ": raised " + e.what());
+        continue;
+      }
+      // The last top-level record of the op under test holds its decision and its outputs.
+      const autocast::ExplainRecord* rec = nullptr;
+      for (const auto& r : ex.records())
+        if (r.depth == 0 && r.op == op_name(c.op)) rec = &r;
+      if (!rec) continue;  // the case reached its op through another (e.g. a view of a factory)
+      if (rec->outputs.empty() || rec->predicted == ScalarType::Undefined) continue;
+      ++compared;
+      if (rec->outputs[0] != rec->predicted)
+        failures.push_back(c.label + " [" + std::string(dtype_name(low)) + "]: output " +
+                           std::string(dtype_name(rec->outputs[0])) + ", decision " +
+                           std::string(dtype_name(rec->predicted)));
+    }
+  }
+  std::string all;
+  for (const auto& f : failures) all += "\n  " + f;
+  INFO(compared << " ops compared; failures:" << all);
+  CHECK(failures.empty());
+  CHECK(compared > 200);
+}
+
+TEST_CASE("a model forward under bf16 autocast follows PyTorch's CPU decisions", "[autocast]") {
+  manual_seed(0);
+  nn::Linear lin(8, 4);
+  Tensor x = randn({3, 8});
+  Tensor y = randint(0, 4, {3});
+  autocast::Guard g(cpu_bf16());
+  Tensor h = lin.forward(x);
+  CHECK(h.dtype() == kBFloat16);                       // linear: lower
+  CHECK(F::softmax(h, -1).dtype() == kBFloat16);       // CPU softmax: unlisted
+  CHECK(F::cross_entropy(h, y).dtype() == kFloat32);   // cross_entropy: fp32 list
+  CHECK(exp(h).dtype() == kBFloat16);                  // exp is fp32 on CUDA only
+  CHECK(add(h, x.narrow(1, 0, 4)).dtype() == kFloat32);  // pass-through: normal promotion
+  CHECK(cat({h, x.narrow(1, 0, 4)}).dtype() == kFloat32);  // CPU cat: promote
+  CHECK(mm(x.to(kFloat64), x.t().to(kFloat64)).dtype() == kFloat64);  // float64 is not eligible
+}
+
+TEST_CASE("the cast cache: hits, invalidation after in-place updates, clearing", "[autocast][cache]") {
+  autocast::clear_cache();
+  autocast::reset_cache_stats();
+  Tensor w = param({4, 4}, 1), x = data(kFloat32, {2, 4}, -1, 1, 2);
+  {
+    autocast::Guard g(cpu_bf16());
+    mm(x, w);
+    mm(x, w);  // the weight's cast is served from the cache
+    autocast::CacheStats s = autocast::cache_stats();
+    CHECK(s.misses == 1);
+    CHECK(s.hits == 1);
+    CHECK(s.entries == 1);
+    CHECK(s.bytes == 32);
+    {
+      autograd::NoGradGuard no_grad;
+      w.add_(1.0);  // an optimizer step inside the region
+    }
+    Tensor after = mm(x, w);
+    s = autocast::cache_stats();
+    CHECK(s.invalidations == 1);  // never the stale cast
+    CHECK(s.misses == 2);
+    // The result uses the updated weight.
+    CHECK(values(after) == values(mm(x.to(kBFloat16), w.to(kBFloat16))));
+    // Activations (not leaves requiring grad) are never cached.
+    mm(x, x.t());
+    CHECK(autocast::cache_stats().entries == 1);
+  }
+  CHECK(autocast::cache_stats().entries == 0);  // cleared at the outermost exit
+  {
+    autocast::Guard g({.device = DeviceType::CPU, .dtype = kBFloat16, .cache = false});
+    mm(x, w);
+    CHECK(autocast::cache_stats().entries == 0);
+  }
+}
+
+TEST_CASE("a cast first cached under no_grad still carries the gradient path", "[autocast][cache]") {
+  autocast::clear_cache();
+  Tensor w = param({4, 4}, 3), x = data(kFloat32, {2, 4}, -1, 1, 4);
+  autocast::Guard g(cpu_bf16());
+  {
+    autograd::NoGradGuard no_grad;
+    mm(x, w);  // evaluation pass fills the cache
+  }
+  Tensor loss = sum(mm(x, w).to(kFloat32));
+  loss.backward();
+  REQUIRE(w.grad().defined());
+  CHECK(w.grad().dtype() == kFloat32);  // the gradient reaches the float32 parameter
+  CHECK(autocast::cache_stats().hits >= 1);
+}
+
+TEST_CASE("nesting with different dtypes restores exactly, also on exceptions", "[autocast][scopes]") {
+  Tensor a = data(kFloat32, {2, 2}, -1, 1, 5);
+  CHECK_FALSE(autocast::is_enabled(DeviceType::CPU));
+  {
+    autocast::Guard outer(cpu_bf16());
+    CHECK(mm(a, a).dtype() == kBFloat16);
+    {
+      autocast::Guard inner({.device = DeviceType::CPU, .dtype = kFloat16});
+      CHECK(mm(a, a).dtype() == kFloat16);
+      {
+        autocast::Guard off({.device = DeviceType::CPU, .enabled = false});
+        CHECK(mm(a, a).dtype() == kFloat32);
+      }
+    }
+    CHECK(mm(a, a).dtype() == kBFloat16);
+    try {
+      autocast::Guard inner({.device = DeviceType::CPU, .dtype = kFloat16});
+      throw std::runtime_error("boom");
+    } catch (const std::runtime_error&) {
+    }
+    CHECK(autocast::get_dtype(DeviceType::CPU) == kBFloat16);
+    CHECK(autocast::state().nesting == 1);
+  }
+  CHECK_FALSE(autocast::is_enabled(DeviceType::CPU));
+  CHECK(mm(a, a).dtype() == kFloat32);
+  CHECK(tls_dispatch_keys.excluded.has(DispatchKey::AutocastCPU));
+  CHECK_THROWS_AS(autocast::Guard({.device = DeviceType::CPU, .dtype = kFloat32}), Error);
+}
+
+TEST_CASE("Disable, islands and regions", "[autocast][scopes]") {
+  Tensor a = data(kFloat32, {2, 2}, -1, 1, 6);
+  Tensor low = a.to(kBFloat16);
+  autocast::Guard g(cpu_bf16());
+  {
+    autocast::Disable off;
+    CHECK(mm(a, a).dtype() == kFloat32);
+  }
+  {
+    autocast::Island island;
+    CHECK(mm(a, a).dtype() == kFloat32);       // lower policy overridden
+    CHECK(add(low, low).dtype() == kFloat32);  // every op computes in float32
+    {
+      autocast::Region region(kFloat16);
+      CHECK(exp(a).dtype() == kFloat16);  // innermost wins
+    }
+  }
+  autocast::Guard off({.device = DeviceType::CPU, .enabled = false});
+  Tensor r = autocast::region(kBFloat16, [&] {
+    Tensor inner = mm(a, a);
+    CHECK(inner.dtype() == kBFloat16);  // computes in bf16 even with autocast off
+    return inner;
+  });
+  CHECK(r.dtype() == kFloat32);  // the functional form casts back to the outer dtype
+  Tensor i = autocast::island([&] { return mm(low, low); });
+  CHECK(i.dtype() == kFloat32);
+}
+
+TEST_CASE("backward of an island runs in float32, also on another thread", "[autocast][scopes]") {
+  Tensor w = param({4, 4}, 7);
+  Tensor x = data(kBFloat16, {3, 4}, -1, 1, 8);
+  Tensor y;
+  {
+    autocast::Island island;
+    y = mm(x, w.to(kBFloat16));  // computed in float32 inside the island
+  }
+  CHECK(y.dtype() == kFloat32);
+  Tensor loss = sum(y);
+  std::vector<Rule> backward_rules;
+  std::thread worker([&] {  // a fresh thread: no scopes of its own
+    autocast::Explain ex;
+    loss.backward();
+    for (const auto& r : ex.records()) backward_rules.push_back(r.rule);
+  });
+  worker.join();
+  REQUIRE_FALSE(backward_rules.empty());
+  bool island_seen = false;
+  for (Rule r : backward_rules) island_seen = island_seen || r == Rule::Island;
+  CHECK(island_seen);  // the mm backward ran under the forward's island
+  CHECK(w.grad().dtype() == kFloat32);
+}
+
+TEST_CASE("threads keep their own autocast state", "[autocast]") {
+  Tensor a = data(kFloat32, {2, 2}, -1, 1, 9);
+  ScalarType t1 = ScalarType::Undefined, t2 = ScalarType::Undefined;
+  std::thread th1([&] {
+    autocast::Guard g(cpu_bf16());
+    for (int i = 0; i < 50; ++i) t1 = mm(a, a).dtype();
+  });
+  std::thread th2([&] {
+    autocast::Guard g({.device = DeviceType::CPU, .dtype = kFloat16});
+    for (int i = 0; i < 50; ++i) t2 = mm(a, a).dtype();
+  });
+  th1.join();
+  th2.join();
+  CHECK(t1 == kBFloat16);
+  CHECK(t2 == kFloat16);
+  CHECK(mm(a, a).dtype() == kFloat32);
+}
+
+namespace {
+// A custom solver that must run in its inputs' dtype.
+void solver_cpu(OpCall& c, DispatchKeySet) { c.out[0] = mul(mm(c.in[0], c.in[1]), 1.0); }
+// A custom matmul-like op with a lower policy.
+void proj_cpu(OpCall& c, DispatchKeySet) { c.out[0] = mm(c.in[0], c.in[1]); }
+OpId register_custom(const char* name, KernelFn fn) {
+  OpId id = register_op({.name = name, .min_inputs = 2, .max_inputs = 2, .outputs = 1});
+  register_kernel(id, DispatchKey::CPU, fn);
+  return id;
+}
+Tensor call2(OpId id, const Tensor& a, const Tensor& b) {
+  OpCall c(id);
+  c.push(a);
+  c.push(b);
+  return call_op(c);
+}
+}  // namespace
+
+TEST_CASE("custom ops: registered policies, disabled inside, output-dtype functions", "[autocast][custom]") {
+  static const OpId solver = register_custom("test::solver", solver_cpu);
+  static const OpId proj = register_custom("test::proj", proj_cpu);
+  autocast::set_policy(DeviceType::CPU, solver, Policy::DisabledInside);
+  autocast::set_policy(DeviceType::CPU, proj, Policy::Lower);
+  Tensor a = data(kFloat32, {2, 2}, -1, 1, 10);
+  {
+    autocast::Guard g(cpu_bf16());
+    CHECK(call2(proj, a, a).dtype() == kBFloat16);
+    CHECK(call2(solver, a, a).dtype() == kFloat32);  // the inner mm is not autocast
+    autocast::Island island;
+    CHECK(call2(solver, a.to(kBFloat16), a.to(kBFloat16)).dtype() == kBFloat16);  // not even an island
+  }
+  autocast::State st;
+  st.enabled[0] = true;
+  st.dtype[0] = kBFloat16;
+  CHECK(autocast::decide(DeviceType::CPU, proj, {kFloat32, kFloat32}, {}, st).rule == Rule::Custom);
+  autocast::register_output_dtype(proj, [](std::span<const ScalarType>, const Attrs&) { return kFloat64; });
+  CHECK(autocast::decide(DeviceType::CPU, proj, {kFloat32, kFloat32}, {}, st).output_dtype == kFloat64);
+}
+
+TEST_CASE("sensitive parameters keep their uses in float32", "[autocast]") {
+  Tensor w = param({4, 4}, 11), x = data(kFloat32, {2, 4}, -1, 1, 12);
+  autocast::mark_sensitive(w);
+  CHECK(autocast::is_sensitive(w));
+  autocast::Guard g(cpu_bf16());
+  autocast::Explain ex;
+  CHECK(mm(x, w).dtype() == kFloat32);
+  CHECK(ex.records()[0].rule == Rule::SensitiveParam);
+  CHECK(ex.casts() == 0);
+}
+
+TEST_CASE("lower_f32_out: bf16 operands, float32 accumulator kept", "[autocast]") {
+  Tensor a = data(kFloat32, {3, 64}, -1, 1, 13), b = data(kFloat32, {64, 5}, -1, 1, 14);
+  autocast::set_policy(DeviceType::CPU, OpId::mm, Policy::LowerF32Out);
+  Tensor out;
+  {
+    autocast::Guard g(cpu_bf16());
+    out = mm(a, b);
+  }
+  autocast::reset_policies();
+  CHECK(out.dtype() == kFloat32);
+  // Same as the f32 product of the bf16-rounded operands (no bf16 rounding of the sum).
+  const auto want = values(mm(a.to(kBFloat16).to(kFloat32), b.to(kBFloat16).to(kFloat32)));
+  const auto got = values(out);
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(want[i]).epsilon(1e-5));
+}
+
+TEST_CASE("explain: rules, casts, cache hits, bytes, table and JSON", "[autocast][explain]") {
+  autocast::clear_cache();
+  Tensor w = param({4, 4}, 15), x = data(kFloat32, {2, 4}, -1, 1, 16);
+  autocast::Explain ex;
+  {
+    autocast::Guard g(cpu_bf16());
+    Tensor h = mm(x, w);
+    mm(x, w);
+    relu(h);
+  }
+  REQUIRE(ex.records().size() >= 3);
+  const autocast::ExplainRecord& first = ex.records()[0];
+  CHECK(first.op == "mm");
+  CHECK(first.rule == Rule::Table);
+  CHECK(first.policy == Policy::Lower);
+  REQUIRE(first.casts.size() == 2);
+  CHECK(first.casts[1].cached);
+  CHECK_FALSE(first.casts[1].cache_hit);
+  CHECK(first.casts[1].bytes == 32);
+  CHECK(first.outputs == std::vector<ScalarType>{kBFloat16});
+  CHECK(ex.cache_hits() == 1);
+  CHECK(ex.bytes_cast() > 0);
+  const std::string table = ex.table();
+  CHECK_THAT(table, Contains("mm") && Contains("lower") && Contains("cache hit"));
+  const std::string json = ex.json();
+  CHECK_THAT(json, Contains("\"rule\": \"table\"") && Contains("\"cache_hit\": true"));
+  // Ops before the guard (autocast off) are seen as pass-through.
+  autocast::Explain ex2;
+  mm(x, w);
+  REQUIRE(ex2.records().size() == 1);
+  CHECK(ex2.records()[0].rule == Rule::PassThrough);
+}
+
+TEST_CASE("banned op error text on CUDA tensors (decision) and CPU runs fp32", "[autocast]") {
+  Tensor p = data(kFloat32, {4}, 0.1, 0.9, 17), t = data(kFloat32, {4}, 0, 1, 18);
+  autocast::Guard g(cpu_bf16());
+  CHECK(F::binary_cross_entropy(p.to(kBFloat16), t).dtype() == kFloat32);
+}
+
+TEST_CASE("frozen parameters read only through casts are stored in the low dtype", "[autocast][params]") {
+  manual_seed(4);
+  nn::Linear frozen(8, 8), head(8, 2);
+  for (Tensor p : frozen.parameters()) p.set_requires_grad(false);
+  Tensor x = data(kFloat32, {3, 8}, -1, 1, 19);
+  auto forward = [&] {
+    autocast::Guard g(cpu_bf16());
+    return head.forward(frozen.forward(x));
+  };
+  const Tensor before = forward();
+  autocast::Explain ex;
+  ex.track(frozen.named_parameters());
+  forward();
+  CHECK(ex.parameter_uses()[0].low_uses == 1);  // the weight, read by linear through a cast down
+  const int64_t saved = autocast::compact_frozen_parameters(ex);
+  CHECK(saved == (8 * 8 + 8) * 2);
+  CHECK(frozen.parameters()[0].dtype() == kBFloat16);
+  CHECK_THAT(ex.parameter_table(), Contains("bfloat16"));
+  CHECK(values(forward()) == values(before));  // the same bits from half the memory
+  // A parameter also read in float32 stays float32.
+  nn::Linear mixed(8, 8);
+  for (Tensor p : mixed.parameters()) p.set_requires_grad(false);
+  autocast::Explain ex2;
+  ex2.track(mixed.named_parameters());
+  {
+    autocast::Guard g(cpu_bf16());
+    mixed.forward(x);
+    add(x, mixed.parameters()[1]);  // the bias read in float32
+  }
+  autocast::compact_frozen_parameters(ex2);
+  CHECK(mixed.parameters()[1].dtype() == kFloat32);
+  CHECK(mixed.parameters()[0].dtype() == kBFloat16);
+}
