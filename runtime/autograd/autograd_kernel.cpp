@@ -21,6 +21,12 @@ void run_below(OpCall& c, DispatchKeySet keys) {
   redispatch(c, keys, DispatchKey::Autograd);
 }
 
+bool returns_an_input(const OpCall& c, const Tensor& out) {
+  for (int i = 0; i < c.n_in; ++i)
+    if (c.in[i].defined() && c.in[i].impl() == out.impl()) return true;
+  return false;
+}
+
 }  // namespace
 
 void autograd_kernel(OpCall& c, DispatchKeySet keys) {
@@ -54,6 +60,9 @@ void autograd_kernel(OpCall& c, DispatchKeySet keys) {
   for (int i = 0; i < e.schema.outputs; ++i) {
     Tensor& out = c.out[static_cast<size_t>(i)];
     if (!out.defined() || !is_floating(out.dtype())) continue;
+    // An out-of-place op that returned one of its inputs itself (a no-op `to`) made
+    // nothing new: that tensor keeps its own history (and a leaf stays a leaf).
+    if (!e.has(op_flags::Inplace) && returns_an_input(c, out)) continue;
     AutogradMeta& meta = autograd_meta(out);
     meta.grad_fn = node;
     meta.output_nr = static_cast<uint32_t>(i);

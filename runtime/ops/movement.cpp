@@ -25,6 +25,8 @@ Tensor& copy_(Tensor& dst, const Tensor& src) {
 
 Tensor to(const Tensor& t, Device device, ScalarType dtype) {
   MIXT_CHECK(t.defined(), "to", "the tensor is undefined");
+  // Nothing to convert: the tensor itself, as PyTorch returns self (nothing is recorded).
+  if ((dtype == ScalarType::Undefined || dtype == t.dtype()) && device == t.device()) return t;
   OpCall c(OpId::to);
   c.push(t);
   c.attrs.dtype = dtype;

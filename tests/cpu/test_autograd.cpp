@@ -200,3 +200,20 @@ TEST_CASE("a custom op gets autograd from register_derivative", "[autograd]") {
   sum(y).backward();
   CHECK(values(x.grad()) == std::vector<double>{12, 3});
 }
+
+TEST_CASE("a conversion to the tensor's own dtype and device records nothing", "[autograd]") {
+  Tensor x = leaf({1, 2, 3});
+  CHECK(x.to(x.dtype()).is_same(x));
+  (void)values(x);  // reads through to(cpu)
+  CHECK(x.is_leaf());
+  // Dispatched directly (bypassing the front end), the kernel's alias is not rebased either.
+  OpCall c(OpId::to);
+  c.push(x);
+  c.attrs.dtype = x.dtype();
+  c.attrs.device = x.device();
+  Tensor same = call_op(c);
+  CHECK(same.is_same(x));
+  CHECK(x.is_leaf());
+  sum(mul(x, 2.0)).backward();
+  CHECK(values(x.grad()) == std::vector<double>{2, 2, 2});
+}
