@@ -1,11 +1,13 @@
 // Timing helpers for mixt-bench: best-of-N wall-clock per iteration.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace mixt::bench {
 
@@ -22,6 +24,26 @@ double ns_per_call(F&& f, int64_t iters, int reps = 7) {
     if (ns < best) best = ns;
   }
   return best;
+}
+
+// Nanoseconds per call of two loops `a(n)` and `b(n)` (each runs n calls), timed
+// alternately, best of `reps` each: both figures see the same machine state.
+template <class A, class B>
+std::pair<double, double> ns_per_call_pair(A&& a, B&& b, int64_t iters, int reps = 7) {
+  a(iters / 10 + 1);  // warm up
+  b(iters / 10 + 1);
+  double best_a = 1e300, best_b = 1e300;
+  auto time = [&](auto& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f(iters);
+    const auto t1 = std::chrono::steady_clock::now();
+    return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(iters);
+  };
+  for (int r = 0; r < reps; ++r) {
+    best_a = std::min(best_a, time(a));
+    best_b = std::min(best_b, time(b));
+  }
+  return {best_a, best_b};
 }
 
 // Value of `--name N` in argv, or `fallback`.
