@@ -150,9 +150,9 @@ Decision decide(DeviceType device, OpId op, std::span<const InputInfo> inputs, s
       if (eligible(list[i], device) && list[i].dtype != to) d.list_cast_to[i] = to;
   };
   const Scope* top = st.top();
-  // In-place ops, factories, views and explicit conversions are never cast (PyTorch:
-  // only out-of-place ops are eligible; a view must stay a view, a cast must keep its target).
-  if (entry.has(op_flags::Inplace) || entry.has(op_flags::Factory) || entry.has(op_flags::View) ||
+  // In-place and multi-tensor ops, factories, views and explicit conversions are never cast
+  // (PyTorch: only out-of-place ops are eligible; a view must stay a view, a cast must keep its target).
+  if (entry.has(op_flags::Inplace | op_flags::Mutates) || entry.has(op_flags::Factory) || entry.has(op_flags::View) ||
       op == OpId::to || op == OpId::clone) {
     d.rule = Rule::PassThrough;
   } else if (table == Policy::DisabledInside) {

@@ -29,6 +29,8 @@ std::string_view policy_name(Policy p);
 
 // The policy of `op` on `device` (PyTorch's lists, or what was set/registered).
 Policy policy_of(DeviceType device, OpId op);
+// The policy of `op` on `device` in the built-in tables (pass-through for custom ops).
+Policy builtin_policy(DeviceType device, OpId op);
 // Changes the policy of `op` on `device` (e.g. LowerF32Out for a GEMM feeding an f32 island).
 void set_policy(DeviceType device, OpId op, Policy p);
 // Restores the built-in tables (tests).

@@ -99,6 +99,15 @@ Policy policy_of(DeviceType device, OpId op) {
   return tables().policy[static_cast<int>(device)][static_cast<size_t>(op)];
 }
 
+Policy builtin_policy(DeviceType device, OpId op) {
+  static const Tables builtin = [] {
+    Tables x;
+    fill_builtin(x);
+    return x;
+  }();
+  return builtin.policy[static_cast<int>(device)][static_cast<size_t>(op)];
+}
+
 void set_policy(DeviceType device, OpId op, Policy p) {
   const int i = static_cast<int>(op);
   MIXT_CHECK(i >= 0 && i < num_ops(), "autocast::set_policy", "op id {} does not exist", i);

@@ -3,10 +3,12 @@
 //   train      one training step of a small MLP on the CPU
 //   policy     a device's autocast policy table
 //   explain    explain over the demo model's forward
+//   amp        the grad scaler's unscale + check and a full scaler step, vs memcpy
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "bench_amp.h"
 #include "bench_autocast.h"
 #include "bench_dispatch.h"
 #include "bench_train.h"
@@ -19,7 +21,10 @@ void usage() {
       "  train [--steps N] [--dim D] [--batch B] [--layers L]\n"
       "                         ms per training step of a small MLP on the CPU, peak memory\n"
       "  policy [cpu|cuda]      the autocast policy table of a device\n"
-      "  explain [--json PATH]  explain over the demo model's forward under bf16 autocast\n");
+      "  explain [--json PATH]  explain over the demo model's forward under bf16 autocast\n"
+      "  amp [--elements N] [--reps R]\n"
+      "                         unscale + non-finite check over N float32 gradient elements in 200\n"
+      "                         and 2000 tensors, and a full scaler step, in GB/s against memcpy\n");
 }
 }  // namespace
 
@@ -34,6 +39,7 @@ int main(int argc, char** argv) {
     if (cmd == "train") return mixt::bench::run_train(argc - 2, argv + 2);
     if (cmd == "policy") return mixt::bench::run_policy(argc - 2, argv + 2);
     if (cmd == "explain") return mixt::bench::run_explain(argc - 2, argv + 2);
+    if (cmd == "amp") return mixt::bench::run_amp(argc - 2, argv + 2);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mixt-bench %s: %s\n", cmd.c_str(), e.what());
     return 1;

@@ -28,6 +28,7 @@ enum : uint32_t {
   DeviceAttr = 1u << 6,  // dispatches on Attrs::device as well as the inputs
   Random = 1u << 7,      // draws from a Generator
   Custom = 1u << 8,      // registered by an application
+  Mutates = 1u << 9,     // writes its list tensors in place (multi-tensor ops): never cast, never recorded
 };
 }  // namespace op_flags
 

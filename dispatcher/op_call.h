@@ -21,7 +21,7 @@ constexpr int kMaxOutputs = 3;
 struct Attrs {
   Shape shape;   // sizes, dims list
   Shape shape2;  // second list (as_strided strides)
-  Scalar s0, s1, s2;
+  Scalar s0, s1, s2, s3, s4;
   int64_t dim = 0;
   int64_t i0 = 0, i1 = 0, i2 = 0;
   ScalarType dtype = ScalarType::Undefined;

@@ -1,6 +1,9 @@
 // mixt: the umbrella header an embedding application includes.
 #pragma once
 
+#include <mixt/amp/grad_scaler.h>
+#include <mixt/amp/ops.h>
+#include <mixt/amp/precision_state.h>
 #include <mixt/autocast/autocast.h>
 #include <mixt/autocast/decision.h>
 #include <mixt/autocast/explain.h>
@@ -20,6 +23,7 @@
 #include <mixt/runtime/nn/functional.h>
 #include <mixt/runtime/nn/module.h>
 #include <mixt/runtime/nn/modules.h>
+#include <mixt/runtime/optim/fused_step.h>
 #include <mixt/runtime/optim/optimizer.h>
 #include <mixt/runtime/optim/schedule.h>
 #include <mixt/runtime/io/checkpoint.h>

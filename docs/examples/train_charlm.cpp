@@ -2,9 +2,10 @@
 // trained on real text on the CPU, with a progress line, a checkpoint that is
 // written and resumed, and a sample of generated text at the end.
 //
-//   train_charlm [text file] [--steps N] [--seconds S] [--precision bf16|f32]
+//   train_charlm [text file] [--steps N] [--seconds S] [--precision bf16|fp16|f32]
 // Default text: /usr/share/common-licenses/GPL-3 (the last 10% is held out);
 // default: 1200 steps under bfloat16 autocast, stopping early at 100 seconds.
+// fp16 trains under float16 autocast with the dynamic grad scaler.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -28,7 +29,10 @@ struct Config {
   double seconds = 100;
   int64_t context = 64, batch = 16, dim = 128, heads = 4, layers = 2;
   double lr = 3e-3;
-  bool autocast_bf16 = true;  // forward under CPU bfloat16 autocast (the default)
+  std::string precision = "bf16";  // bf16 (default), fp16 (with the grad scaler) or f32
+
+  bool autocast() const { return precision != "f32"; }
+  ScalarType low_dtype() const { return precision == "fp16" ? kFloat16 : kBFloat16; }
 };
 
 Config parse(int argc, char** argv) {
@@ -36,7 +40,7 @@ Config parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) c.steps = std::atoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) c.seconds = std::atof(argv[++i]);
-    else if (!std::strcmp(argv[i], "--precision") && i + 1 < argc) c.autocast_bf16 = std::strcmp(argv[++i], "f32") != 0;
+    else if (!std::strcmp(argv[i], "--precision") && i + 1 < argc) c.precision = argv[++i];
     else c.path = argv[i];
   }
   return c;
@@ -72,11 +76,12 @@ class CharLM : public nn::Module {
   std::shared_ptr<nn::Linear> head_;
 };
 
-// A model, its optimizer and its schedule: what a checkpoint restores.
+// A model, its optimizer, its schedule and its grad scaler: what a checkpoint restores.
 struct Run {
   std::unique_ptr<CharLM> model;
   std::unique_ptr<optim::AdamW> opt;
   std::unique_ptr<optim::WarmupCosine> schedule;
+  std::unique_ptr<amp::GradScaler> scaler;  // enabled for fp16 only (bfloat16 needs no scaling)
 };
 
 Run make_run(int64_t vocab, const Config& c, int64_t planned_steps) {
@@ -85,6 +90,7 @@ Run make_run(int64_t vocab, const Config& c, int64_t planned_steps) {
   r.opt = std::make_unique<optim::AdamW>(r.model->parameters(), optim::AdamWOptions{.lr = c.lr, .weight_decay = 0.01});
   r.schedule = std::make_unique<optim::WarmupCosine>(*r.opt, std::min<int64_t>(50, planned_steps / 10 + 1),
                                                      planned_steps, 0.1);
+  r.scaler = std::make_unique<amp::GradScaler>(amp::GradScalerOptions{.enabled = c.precision == "fp16"});
   return r;
 }
 
@@ -199,7 +205,10 @@ int main(int argc, char** argv) {
   std::printf("model: %lld layers, dim %lld, %lld heads, context %lld, %lld parameters; batch %lld; %s\n",
               static_cast<long long>(cfg.layers), static_cast<long long>(cfg.dim), static_cast<long long>(cfg.heads),
               static_cast<long long>(cfg.context), static_cast<long long>(run.model->num_parameters()),
-              static_cast<long long>(cfg.batch), cfg.autocast_bf16 ? "bfloat16 autocast" : "float32");
+              static_cast<long long>(cfg.batch),
+              cfg.precision == "fp16"   ? "float16 autocast + grad scaler"
+              : cfg.precision == "f32" ? "float32"
+                                       : "bfloat16 autocast");
 
   std::mt19937_64 rng(42);
   const auto t0 = std::chrono::steady_clock::now();
@@ -213,29 +222,36 @@ int main(int argc, char** argv) {
     run.opt->zero_grad();
     Tensor loss;
     {
-      // bf16 autocast: the matmuls run in bfloat16, cross_entropy in float32 (PyTorch's CPU lists).
-      autocast::Guard ac({.device = DeviceType::CPU, .dtype = kBFloat16, .enabled = cfg.autocast_bf16});
+      // Autocast: the matmuls run in the low dtype, cross_entropy in float32 (PyTorch's CPU lists).
+      autocast::Guard ac({.device = DeviceType::CPU, .dtype = cfg.low_dtype(), .enabled = cfg.autocast()});
       Tensor logits = run.model->forward(x);
       loss = F::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
     }
-    loss.backward();
-    run.opt->step();
+    // With fp16 the loss is scaled before backward and the gradients unscaled before
+    // the update, which is skipped when they overflow; otherwise these are plain calls.
+    amp::backward(*run.scaler, loss);
+    amp::step(*run.scaler, *run.opt);
     run.schedule->step();
     loss_value = loss.item<double>();
     if (step % 25 == 0) {
       const double tok_s = static_cast<double>((step + 1) * cfg.batch * cfg.context) / elapsed();
-      std::printf("step %5lld  loss %.3f  %.0f tokens/s  lr %.2e  %.0f s  %.0f MB in use\n",
+      std::printf("step %5lld  loss %.3f  %.0f tokens/s  lr %.2e  %.0f s  %.0f MB in use",
                   static_cast<long long>(step), loss_value, tok_s, run.opt->lr(), elapsed(),
                   static_cast<double>(cpu_memory_stats().allocated_bytes) / 1e6);
+      if (run.scaler->is_enabled())
+        std::printf("  scale %.0f  skipped %lld", run.scaler->current_scale(),
+                    static_cast<long long>(run.scaler->skipped_steps()));
+      std::printf("\n");
       std::fflush(stdout);
     }
     // Halfway through the budget: write a checkpoint, then continue from a run rebuilt from the file.
     if (!resumed && step > 0 && (elapsed() > cfg.seconds / 2 || step + 1 == cfg.steps / 2)) {
-      io::save_checkpoint(ckpt, *run.model, *run.opt, run.schedule.get());
+      amp::save_training_checkpoint(ckpt, *run.model, *run.opt, *run.scaler, run.schedule.get());
       Run restored = make_run(vocab, cfg, planned);
-      io::load_checkpoint(ckpt, *restored.model, *restored.opt, restored.schedule.get());
+      amp::load_training_checkpoint(ckpt, *restored.model, *restored.opt, *restored.scaler, restored.schedule.get());
       run = std::move(restored);
-      std::printf("checkpoint written to %s; training continues from the reloaded model, optimizer and schedule\n",
+      std::printf("checkpoint written to %s; training continues from the reloaded model, optimizer, schedule and "
+                  "scaler\n",
                   ckpt.c_str());
       resumed = true;
     }

@@ -16,4 +16,6 @@ void register_matmul_kernels();
 void register_softmax_kernels();
 void register_norm_kernels();
 void register_conv_kernels();
+void register_amp_kernels();
+void register_optim_step_kernels();
 }  // namespace mixt::cpu

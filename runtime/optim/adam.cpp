@@ -3,6 +3,7 @@
 
 #include <mixt/runtime/check.h>
 #include <mixt/runtime/ops.h>
+#include <mixt/runtime/optim/fused_step.h>
 #include <mixt/runtime/optim/optimizer.h>
 
 namespace mixt::optim {
@@ -45,7 +46,7 @@ void Adam::update(const ParamGroup& group, ParamState& state, Tensor& param, con
   Tensor& exp_avg_sq = zeros_state(state, "exp_avg_sq", param);
   lerp_(exp_avg, g, 1.0 - beta1);
   addcmul_(exp_avg_sq.mul_(beta2), g, g, 1.0 - beta2);
-  const auto step = static_cast<double>(state.step);
+  const double step = step_state(state, param).add_(1.0).item<double>();
   const double bias_correction1 = 1.0 - std::pow(beta1, step);
   const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(beta2, step));
   Tensor second = exp_avg_sq;
@@ -57,6 +58,22 @@ void Adam::update(const ParamGroup& group, ParamState& state, Tensor& param, con
   Tensor denom = sqrt(second);
   add_(denom.div_(bias_correction2_sqrt), options_.eps);
   addcdiv_(param, exp_avg, denom, -lr / bias_correction1);
+}
+
+bool Adam::fused_update(const ParamGroup& group, std::span<ParamState* const> states, std::span<const Tensor> params,
+                        std::span<const Tensor> grads, const Tensor& found_inf) {
+  if (!fused::available(OpId::adam_step_, params[0].device())) return false;
+  std::vector<Tensor> exp_avgs, exp_avg_sqs, maxes, steps;
+  for (size_t i = 0; i < params.size(); ++i) {
+    exp_avgs.push_back(working_state(*states[i], "exp_avg", params[i]));
+    exp_avg_sqs.push_back(working_state(*states[i], "exp_avg_sq", params[i]));
+    if (options_.amsgrad) maxes.push_back(working_state(*states[i], "max_exp_avg_sq", params[i]));
+    steps.push_back(step_state(*states[i], params[i]));
+  }
+  fused::adam_step_(params, grads, exp_avgs, exp_avg_sqs, maxes, steps, found_inf,
+                    {.lr = *group.lr, .beta1 = options_.betas[0], .beta2 = options_.betas[1], .eps = options_.eps,
+                     .weight_decay = *group.weight_decay, .amsgrad = options_.amsgrad, .decoupled = decoupled_});
+  return true;
 }
 
 std::vector<std::pair<std::string, Optimizer::OptionRef>> Adam::hyperparameters() {

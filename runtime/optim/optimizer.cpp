@@ -1,12 +1,14 @@
 // Optimizer base: parameter groups, the step loop, per-parameter state and state dicts.
 #include <mixt/runtime/optim/optimizer.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <unordered_set>
 
 #include <mixt/runtime/autograd/grad_mode.h>
 #include <mixt/runtime/check.h>
+#include <mixt/runtime/dtype_visit.h>
 #include <mixt/runtime/nn/module.h>
 #include <mixt/runtime/ops.h>
 
@@ -78,19 +80,71 @@ void Optimizer::add_param_group(ParamGroup group) {
   groups_.push_back(std::move(group));
 }
 
-void Optimizer::step() {
+void Optimizer::step() { run_step(Tensor()); }
+
+void Optimizer::step_predicated(const Tensor& found_inf) {
+  MIXT_CHECK(found_inf.defined() && found_inf.dtype() == kFloat32 && found_inf.numel() == 1, name_ + ".step_predicated",
+             "found_inf must be a one-element float32 tensor, got {}",
+             found_inf.defined() ? found_inf.describe() : "undefined");
+  run_step(found_inf);
+}
+
+namespace {
+
+constexpr uint32_t kFusedDtypes = dtypes::bit(kFloat16) | dtypes::bit(kBFloat16) | dtypes::bit(kFloat32) |
+                                  dtypes::bit(kFloat64);
+
+// True when a fused multi-tensor update can take this parameter and gradient.
+bool fusable(const Tensor& p, const Tensor& g) {
+  return p.is_contiguous() && dtypes::contains(kFusedDtypes, p.dtype()) && g.dtype() == p.dtype() &&
+         g.device() == p.device() && g.sizes() == p.sizes();
+}
+
+}  // namespace
+
+void Optimizer::run_step(const Tensor& found_inf) {
   autograd::NoGradGuard no_grad;
+  // Parameters without a fused update read found_inf on the host, once.
+  std::optional<bool> host_skip;
+  auto skipped_on_host = [&] {
+    if (!found_inf.defined()) return false;
+    if (!host_skip) host_skip = found_inf.item<float>() != 0.0f;
+    return *host_skip;
+  };
   size_t index = 0;
   for (const ParamGroup& group : groups_) {
+    // Per device: the fusable parameters, their gradients and states.
+    struct Bucket {
+      Device device;
+      std::vector<Tensor> params, grads;
+      std::vector<ParamState*> states;
+    };
+    std::vector<Bucket> buckets;
+    std::vector<std::pair<Tensor, ParamState*>> one_by_one;
     for (const Tensor& p : group.params) {
       ParamState& st = state_[index++];
       const Tensor& grad = p.grad();
       if (!grad.defined()) continue;
+      if (!fusable(p, grad)) {
+        one_by_one.emplace_back(p, &st);
+        continue;
+      }
+      auto it = std::find_if(buckets.begin(), buckets.end(), [&](const Bucket& b) { return b.device == p.device(); });
+      if (it == buckets.end()) it = buckets.insert(buckets.end(), Bucket{p.device(), {}, {}, {}});
+      it->params.push_back(p);
+      it->grads.push_back(grad.contiguous());
+      it->states.push_back(&st);
+    }
+    for (Bucket& b : buckets) {
+      if (fused_update(group, b.states, b.params, b.grads, found_inf)) continue;
+      for (size_t i = 0; i < b.params.size(); ++i) one_by_one.emplace_back(b.params[i], b.states[i]);
+    }
+    if (one_by_one.empty() || skipped_on_host()) continue;
+    for (auto& [p, st] : one_by_one) {
       const ScalarType dt = working_dtype(p.dtype());
       Tensor work = dt == p.dtype() ? p : p.to(dt);
-      const Tensor g = grad.to(p.device(), dt);
-      ++st.step;
-      update(group, st, work, g);
+      const Tensor g = p.grad().to(p.device(), dt);
+      update(group, *st, work, g);
       if (!work.is_same(p)) Tensor(p).copy_(work);
     }
   }
@@ -129,6 +183,24 @@ Tensor& Optimizer::zeros_state(ParamState& state, const std::string& key, const 
   return state.tensors[key] = zeros_like(like);
 }
 
+Tensor& Optimizer::working_state(ParamState& state, const std::string& key, const Tensor& param) {
+  const ScalarType dt = working_dtype(param.dtype());
+  auto it = state.tensors.find(key);
+  if (it == state.tensors.end()) return state.tensors[key] = zeros(param.sizes(), {.dtype = dt, .device = param.device()});
+  Tensor& t = it->second;
+  if (t.dtype() != dt || t.device() != param.device()) t = t.to(param.device(), dt);
+  return t;
+}
+
+Tensor& Optimizer::step_state(ParamState& state, const Tensor& param) {
+  auto it = state.tensors.find("step");
+  if (it != state.tensors.end()) {
+    if (it->second.device() != param.device()) it->second = it->second.to(param.device());
+    return it->second;
+  }
+  return state.tensors["step"] = zeros({}, {.dtype = kFloat32, .device = param.device()});
+}
+
 // ---- state dicts -----------------------------------------------------------------
 
 io::StateDict Optimizer::state_dict() const {
@@ -147,8 +219,6 @@ io::StateDict Optimizer::state_dict() const {
   for (const auto& [key, ref] : const_cast<Optimizer*>(this)->hyperparameters())
     m["options." + key] = std::visit([](auto* v) { return fmt::format("{}", *v); }, ref);
   for (size_t i = 0; i < state_.size(); ++i) {
-    if (state_[i].step == 0 && state_[i].tensors.empty()) continue;
-    m[fmt::format("state.{}.step", i)] = std::to_string(state_[i].step);
     for (const auto& [key, t] : state_[i].tensors) sd.tensors.emplace_back(fmt::format("state.{}.{}", i, key), t);
   }
   return sd;
@@ -195,12 +265,16 @@ void Optimizer::load_state_dict(const io::StateDict& sd) {
     return std::pair(static_cast<size_t>(i), key.substr(dot + 1));
   };
   std::vector<ParamState> state(params.size());
-  for (const auto& [key, value] : sd.metadata)
-    if (key.starts_with("state.")) state[split(key).first].step = parse_int(key, value);
   for (const auto& [key, t] : sd.tensors) {
     MIXT_CHECK(key.starts_with("state."), kLoad, "unexpected tensor '{}' in an optimizer state dict", key);
     const auto [i, name] = split(key);
     const Tensor& p = *params[i];
+    if (name == "step") {  // the update counter: one float element
+      MIXT_CHECK(t.defined() && t.numel() == 1 && t.is_floating_point(), kLoad,
+                 "'{}' must be a one-element float tensor, got {}", key, t.defined() ? t.describe() : "undefined");
+      state[i].tensors[name] = t.to(p.device(), kFloat32).reshape({}).clone();
+      continue;
+    }
     MIXT_CHECK(t.defined() && t.sizes() == p.sizes(), kLoad, "'{}' is {}, but parameter {} is {}", key, t.describe(), i,
                p.describe());
     Tensor copy = t.to(p.device(), working_dtype(p.dtype()));

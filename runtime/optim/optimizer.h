@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -32,7 +33,13 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   // Updates every parameter that has a gradient, then counts the step.
-  virtual void step();
+  void step();
+  // The grad scaler's sync-free step: every update is predicated on `found_inf`
+  // (a one-element float32 tensor on the parameters' device; nonzero: no
+  // parameter, state or step counter changes). Fused updates (SGD, Adam, AdamW on
+  // a backend with the fused kernels) read the flag on the device; others read it
+  // once on the host. The call is counted either way.
+  void step_predicated(const Tensor& found_inf);
   // Clears (set_to_none) or zeroes the gradients of every parameter.
   void zero_grad(bool set_to_none = true);
   // Appends a group (its unset settings take the optimizer's defaults).
@@ -60,9 +67,10 @@ class Optimizer {
   void load_state_dict(const io::StateDict& sd);
 
  protected:
-  // Per-parameter state: the number of updates and named tensors.
+  // Per-parameter state: named tensors (the optimizer's buffers and its "step"
+  // counter, a one-element tensor on the parameter's device so fused steps can
+  // advance it without a host round trip).
   struct ParamState {
-    int64_t step = 0;
     std::map<std::string, Tensor> tensors;
   };
   // A hyperparameter field saved in the state dict.
@@ -75,14 +83,30 @@ class Optimizer {
   }
   // Updates `param` in place from `grad`: both float32 or float64, with the same shape and device.
   virtual void update(const ParamGroup& group, ParamState& state, Tensor& param, const Tensor& grad) = 0;
+  // Updates a group's parameters on one device in one fused op, predicated on
+  // `found_inf` when it is defined. Parameters are contiguous float16/bfloat16/
+  // float32/float64, gradients contiguous, of the parameters' dtypes and shapes. Returns
+  // false when there is no fused kernel for them (the base then calls update()
+  // per parameter).
+  virtual bool fused_update(const ParamGroup& group, std::span<ParamState* const> states,
+                            std::span<const Tensor> params, std::span<const Tensor> grads, const Tensor& found_inf) {
+    return false;
+  }
   // The optimizer's own hyperparameters (name, field), saved and restored by the state dict.
   virtual std::vector<std::pair<std::string, OptionRef>> hyperparameters() = 0;
   // State tensor `key` converted to `like`'s dtype and device, or nullptr when absent.
   static Tensor* find_state(ParamState& state, const std::string& key, const Tensor& like);
   // State tensor `key`, created as zeros like `like` on first use.
   static Tensor& zeros_state(ParamState& state, const std::string& key, const Tensor& like);
+  // State tensor `key` in `param`'s working dtype (float32, or float64 for float64
+  // parameters) and device, created as zeros on first use.
+  static Tensor& working_state(ParamState& state, const std::string& key, const Tensor& param);
+  // The parameter's update counter ("step": one float32 element on `param`'s device).
+  static Tensor& step_state(ParamState& state, const Tensor& param);
 
  private:
+  void run_step(const Tensor& found_inf);
+
   std::string name_;
   double default_lr_, default_weight_decay_;
   std::vector<ParamGroup> groups_;
@@ -113,6 +137,8 @@ class SGD : public Optimizer {
 
  protected:
   void update(const ParamGroup& group, ParamState& state, Tensor& param, const Tensor& grad) override;
+  bool fused_update(const ParamGroup& group, std::span<ParamState* const> states, std::span<const Tensor> params,
+                    std::span<const Tensor> grads, const Tensor& found_inf) override;
   std::vector<std::pair<std::string, OptionRef>> hyperparameters() override;
 
  private:
@@ -145,6 +171,8 @@ class Adam : public Optimizer {
   Adam(std::string name, std::vector<ParamGroup> groups, AdamOptions options, double default_weight_decay,
        bool decoupled);
   void update(const ParamGroup& group, ParamState& state, Tensor& param, const Tensor& grad) override;
+  bool fused_update(const ParamGroup& group, std::span<ParamState* const> states, std::span<const Tensor> params,
+                    std::span<const Tensor> grads, const Tensor& found_inf) override;
   std::vector<std::pair<std::string, OptionRef>> hyperparameters() override;
 
  private:

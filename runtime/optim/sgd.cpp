@@ -1,6 +1,7 @@
 // SGD with momentum, dampening, weight decay and Nesterov momentum (torch.optim.SGD's rules).
 #include <mixt/runtime/check.h>
 #include <mixt/runtime/ops.h>
+#include <mixt/runtime/optim/fused_step.h>
 #include <mixt/runtime/optim/optimizer.h>
 
 namespace mixt::optim {
@@ -25,15 +26,31 @@ void SGD::update(const ParamGroup& group, ParamState& state, Tensor& param, cons
   Tensor d = grad;  // read only: may alias the parameter's .grad
   if (*group.weight_decay != 0.0) d = add(d, param, *group.weight_decay);
   if (options_.momentum != 0.0) {
-    Tensor* buf = find_state(state, "momentum_buffer", param);
-    if (buf == nullptr) {
-      buf = &(state.tensors["momentum_buffer"] = d.clone());
-    } else {
-      buf->mul_(options_.momentum).add_(d, 1.0 - options_.dampening);
-    }
-    d = options_.nesterov ? add(d, *buf, options_.momentum) : *buf;
+    Tensor& step = step_state(state, param);
+    Tensor& buf = working_state(state, "momentum_buffer", param);
+    if (step.item<double>() == 0.0)
+      buf.copy_(d);
+    else
+      buf.mul_(options_.momentum).add_(d, 1.0 - options_.dampening);
+    step.add_(1.0);
+    d = options_.nesterov ? add(d, buf, options_.momentum) : buf;
   }
   param.add_(d, -*group.lr);
+}
+
+bool SGD::fused_update(const ParamGroup& group, std::span<ParamState* const> states, std::span<const Tensor> params,
+                       std::span<const Tensor> grads, const Tensor& found_inf) {
+  if (!fused::available(OpId::sgd_step_, params[0].device())) return false;
+  std::vector<Tensor> buffers, steps;
+  if (options_.momentum != 0.0)
+    for (size_t i = 0; i < params.size(); ++i) {
+      buffers.push_back(working_state(*states[i], "momentum_buffer", params[i]));
+      steps.push_back(step_state(*states[i], params[i]));
+    }
+  fused::sgd_step_(params, grads, buffers, steps, found_inf,
+                   {.lr = *group.lr, .momentum = options_.momentum, .dampening = options_.dampening,
+                    .weight_decay = *group.weight_decay, .nesterov = options_.nesterov});
+  return true;
 }
 
 std::vector<std::pair<std::string, Optimizer::OptionRef>> SGD::hyperparameters() {

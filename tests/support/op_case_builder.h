@@ -94,5 +94,6 @@ struct Builder {
 
 // The cases of the nn ops (tests/support/op_cases_nn.cpp).
 void add_nn_cases(Builder& b);
+void add_amp_cases(Builder& b);
 
 }  // namespace mixt::testing

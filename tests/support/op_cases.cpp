@@ -351,6 +351,7 @@ std::vector<OpCase> build_cases() {
         [](const std::vector<Tensor>& in, ScalarType, Device) { return linear(in[0], in[1], in[2]); })
       .magnitude = 4;
   add_nn_cases(b);
+  add_amp_cases(b);
   return b.cases;
 }
 
