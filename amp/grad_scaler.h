@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,7 +37,7 @@ struct GradScalerOptions {
   int64_t hysteresis = 1;         // overflowing steps tolerated (skipped, scale kept) before a backoff; 1 = PyTorch
   bool consecutive_hysteresis = false;  // refill the hysteresis budget after every finite step (else after a growth)
   double min_scale = 1.0;         // floor of the scale (> 0)
-  double max_scale = 16777216.0;  // ceiling of the scale (2^24)
+  double max_scale = std::numeric_limits<double>::infinity();  // ceiling of the scale (none, as PyTorch)
   FloorAction floor_action = FloorAction::Raise;
   std::function<void(double scale)> on_floor = nullptr;  // FloorAction::Report's callback
 };

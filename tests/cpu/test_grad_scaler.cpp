@@ -241,6 +241,10 @@ TEST_CASE("the per-optimizer state machine and bad options raise", "[amp][scaler
   CHECK_THROWS_WITH(amp::GradScaler({.floor_action = amp::FloorAction::Report}), Contains("on_floor"));
   s.update(512.0);
   CHECK(s.current_scale() == 512);
+  // The defaults are PyTorch's (and the seed's), with a floor of 1 and no ceiling.
+  const amp::GradScalerOptions d;
+  CHECK((d.initial_scale == 65536 && d.growth_factor == 2 && d.backoff_factor == 0.5 && d.growth_interval == 2000));
+  CHECK((d.enabled && d.hysteresis == 1 && d.min_scale == 1 && std::isinf(d.max_scale)));
 }
 
 TEST_CASE("gradient accumulation unscales once per window; disabled is a pass-through", "[amp][scaler]") {
