@@ -17,3 +17,12 @@ namespace mixt::detail {
 
 // Throws mixt::Error(op name, formatted message, the call's inputs).
 #define MIXT_FAIL_OP(call, ...) ::mixt::detail::throw_op_error(call, fmt::format(__VA_ARGS__))
+
+namespace mixt {
+// Raises, naming the op, when a kernel is asked to write into `t` and several of its
+// elements share one memory location (an expanded tensor); `what` names the tensor.
+inline void check_writable(const OpCall& call, const Tensor& t, const char* what = "the written tensor") {
+  MIXT_CHECK_OP(!t.has_internal_overlap(), call,
+                "{} has several elements at one memory location (an expanded tensor): clone() it first", what);
+}
+}  // namespace mixt

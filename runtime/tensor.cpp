@@ -90,6 +90,12 @@ std::vector<T> Tensor::to_vector() const {
 MIXT_FORALL_DTYPES(MIXT_INSTANTIATE_TO_VECTOR)
 #undef MIXT_INSTANTIATE_TO_VECTOR
 
+bool Tensor::has_internal_overlap() const {
+  for (int d = 0; d < dim(); ++d)
+    if (sizes()[d] > 1 && strides()[d] == 0) return true;
+  return false;
+}
+
 Tensor& Tensor::set_requires_grad(bool value) {
   MIXT_CHECK(!value || is_floating_point(), "requires_grad",
              "only floating-point tensors can require gradients (this one is {})", dtype());

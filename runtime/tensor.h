@@ -43,6 +43,8 @@ class Tensor {
   bool is_cuda() const { return impl_->device.is_cuda(); }
   bool is_floating_point() const { return is_floating(impl_->dtype); }
   bool is_contiguous() const { return impl_->contiguous; }
+  // True when several elements share one memory location (a stride-0 dim of size > 1: an expanded tensor).
+  bool has_internal_overlap() const;
   int64_t storage_offset() const { return impl_->offset; }
   int64_t element_size() const { return mixt::element_size(impl_->dtype); }
   // numel() * element_size().

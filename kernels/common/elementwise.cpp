@@ -13,12 +13,6 @@ bool same_geometry(const Tensor& a, const Tensor& b) {
          a.dtype() == b.dtype();
 }
 
-bool has_internal_overlap(const Tensor& t) {
-  for (int d = 0; d < t.dim(); ++d)
-    if (t.sizes()[d] > 1 && t.strides()[d] == 0) return true;
-  return false;
-}
-
 }  // namespace
 
 Elementwise prepare_elementwise(OpCall& call, int n, const ElementwiseOptions& opt) {
@@ -85,9 +79,7 @@ Elementwise prepare_elementwise(OpCall& call, int n, const ElementwiseOptions& o
                   given.sizes(), e.shape);
     MIXT_CHECK_OP(can_cast(e.out_dtype, given.dtype()), call,
                   "result type {} can't be cast to the output's dtype {}", e.out_dtype, given.dtype());
-    MIXT_CHECK_OP(!has_internal_overlap(given), call,
-                  "the output has several elements at one memory location (an expanded tensor): "
-                  "write to a contiguous copy instead");
+    check_writable(call, given, "the output");
     bool direct = given.dtype() == e.out_dtype;
     for (int i = 0; i < n && direct; ++i)
       if (e.inputs[i].defined() && e.inputs[i].shares_storage(given) && !same_geometry(e.inputs[i], given))

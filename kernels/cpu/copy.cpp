@@ -31,9 +31,7 @@ void copy_kernel(OpCall& c, DispatchKeySet) {
 void copy_into(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
   MIXT_CHECK_OP(broadcast_shapes(src_in.sizes(), dst.sizes(), "copy_") == dst.sizes(), c,
                 "source of shape {} cannot be broadcast to the destination's {}", src_in.sizes(), dst.sizes());
-  for (int d = 0; d < dst.dim(); ++d)
-    MIXT_CHECK_OP(dst.sizes()[d] <= 1 || dst.strides()[d] != 0, c,
-                  "the destination has several elements at one memory location (an expanded tensor)");
+  check_writable(c, dst, "the destination");
   if (dst.numel() == 0) return;
   const Tensor src = overlaps_differently(dst, src_in) ? clone(src_in) : src_in;
   if (src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous() && src.numel() == dst.numel()) {

@@ -88,9 +88,7 @@ void fill_kernel(OpCall& c, DispatchKeySet) {
   Tensor self = c.out[0].defined() ? c.out[0] : c.in[0];
   MIXT_CHECK_OP(self.is_cpu(), c, "the CPU kernel got a tensor on {}", self.device());
   MIXT_CHECK_OP(c.attrs.s0.has_value(), c, "no fill value given");
-  for (int d = 0; d < self.dim(); ++d)
-    MIXT_CHECK_OP(self.sizes()[d] <= 1 || self.strides()[d] != 0, c,
-                  "the tensor has several elements at one memory location (an expanded tensor): clone() it first");
+  check_writable(c, self, "the tensor");
   fill_value(self, c.attrs.s0);
   c.out[0] = self;
 }

@@ -56,12 +56,6 @@ void check_cpu(const OpCall& c) {
 }
 
 // No two elements of `t` share memory (it can be written element by element).
-void check_writable(const OpCall& c, const Tensor& t) {
-  for (int d = 0; d < t.dim(); ++d)
-    MIXT_CHECK_OP(t.sizes()[d] <= 1 || t.strides()[d] != 0, c,
-                  "the written tensor has several elements at one memory location (an expanded tensor): clone() it");
-}
-
 // Values of `index` in row-major order, wrapped into [0, size); raises on the first value outside [-size, size).
 std::vector<int64_t> read_indices(const OpCall& c, const Tensor& index, int64_t size, int64_t dim) {
   MIXT_CHECK_OP(dtypes::contains(kIndexDtypes, index.dtype()), c, "expects an int64 or int32 index tensor, got {}",

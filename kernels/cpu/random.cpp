@@ -55,9 +55,7 @@ void generate(OpCall& c, const Tensor& self, F&& fill) {
   c.out[0] = self;
   const int64_t n = self.numel();
   if (n == 0) return;
-  for (int d = 0; d < self.dim(); ++d)
-    MIXT_CHECK_OP(self.sizes()[d] <= 1 || self.strides()[d] != 0, c,
-                  "the tensor has several elements at one memory location (an expanded tensor): clone() it first");
+  check_writable(c, self, "the tensor");
   constexpr int P = rng::per_block<T>();
   const auto blocks = static_cast<int64_t>(rng::blocks_needed(n, P));
   Generator& gen = c.attrs.generator ? *c.attrs.generator : default_generator();

@@ -18,12 +18,6 @@ bool overlaps_differently(const Tensor& a, const Tensor& b) {
          !(a.storage_offset() == b.storage_offset() && a.strides() == b.strides() && a.dtype() == b.dtype());
 }
 
-bool has_internal_overlap(const Tensor& t) {
-  for (int d = 0; d < t.dim(); ++d)
-    if (t.sizes()[d] > 1 && t.strides()[d] == 0) return true;
-  return false;
-}
-
 // True when the device kernel converts `from` to `to`.
 bool device_converts(ScalarType from, ScalarType to) { return cast_supported(to_dt(from), to_dt(to)); }
 
@@ -100,8 +94,7 @@ void copy_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& src = c.in[1];
   MIXT_CHECK_OP(broadcast_shapes(src.sizes(), dst.sizes(), "copy_") == dst.sizes(), c,
                 "source of shape {} cannot be broadcast to the destination's {}", src.sizes(), dst.sizes());
-  MIXT_CHECK_OP(!has_internal_overlap(dst), c,
-                "the destination has several elements at one memory location (an expanded tensor)");
+  check_writable(c, dst, "the destination");
   c.out[0] = dst;
   if (dst.numel() == 0) return;
   if (dst.is_cuda() && src.is_cuda()) {

@@ -61,9 +61,7 @@ void fill_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& t = c.in[0];
   MIXT_CHECK_OP(t.is_cuda(), c, "the CUDA kernel got a tensor on {}", t.device());
   MIXT_CHECK_OP(c.attrs.s0.has_value(), c, "no fill value given");
-  for (int d = 0; d < t.dim(); ++d)
-    MIXT_CHECK_OP(t.sizes()[d] <= 1 || t.strides()[d] != 0, c,
-                  "the tensor has several elements at one memory location (an expanded tensor): clone() it first");
+  check_writable(c, t, "the tensor");
   fill_tensor(t, c.attrs.s0, c);
   c.out[0] = t;
 }
