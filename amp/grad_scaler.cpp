@@ -37,6 +37,14 @@ const GradScalerOptions& checked(const GradScalerOptions& o) {
   return o;
 }
 
+// A count read from a state dict: finite, integral and in [0, 2^62), else an error naming `key`
+// (a corrupt file must raise, not reach an out-of-range conversion).
+int64_t as_count(double v, const char* op, const char* key) {
+  MIXT_CHECK(std::isfinite(v) && v >= 0 && v < 4.6e18 && v == std::floor(v), op,
+             "'{}' must be a non-negative integer, got {}", key, v);
+  return static_cast<int64_t>(v);
+}
+
 Tensor scalar_tensor(double v, ScalarType dt, const Device& d) { return full({}, v, {.dtype = dt, .device = d}); }
 
 // Every gradient of the optimizer's parameters, by device.
@@ -132,11 +140,10 @@ bool GradScaler::step(optim::Optimizer& optimizer) {
   PerOptimizer& e = entry(optimizer);
   MIXT_CHECK(e.stage != OptimizerStage::Stepped, "GradScaler.step",
              "step() has already been called since the last update()");
-  if (e.stage == OptimizerStage::Ready) unscale(optimizer);
-  PerOptimizer& ready = entry(optimizer);  // (unscale may have grown the list)
-  const bool found_inf = iteration_flag(ready).item<float>() != 0.0f;  // the one host read
+  if (e.stage == OptimizerStage::Ready) unscale(optimizer);  // fills e (the entry exists already)
+  const bool found_inf = iteration_flag(e).item<float>() != 0.0f;  // the one host read
   if (!found_inf) optimizer.step();
-  ready.stage = OptimizerStage::Stepped;
+  e.stage = OptimizerStage::Stepped;
   host_knows_overflow_ = host_knows_overflow_ || found_inf;
   return !found_inf;
 }
@@ -150,9 +157,8 @@ void GradScaler::step_sync_free(optim::Optimizer& optimizer) {
   MIXT_CHECK(e.stage != OptimizerStage::Stepped, "GradScaler.step_sync_free",
              "step() has already been called since the last update()");
   if (e.stage == OptimizerStage::Ready) unscale(optimizer);
-  PerOptimizer& ready = entry(optimizer);
-  optimizer.step_predicated(iteration_flag(ready));
-  ready.stage = OptimizerStage::Stepped;
+  optimizer.step_predicated(iteration_flag(e));
+  e.stage = OptimizerStage::Stepped;
 }
 
 void GradScaler::update() {
@@ -303,21 +309,24 @@ void GradScaler::load_state_dict(const io::StateDict& sd) {
     MIXT_CHECK(!m->second.empty() && *end == '\0', kLoad, "option '{}': '{}' is not a number", key, m->second);
     return v;
   };
+  auto count = [&](const char* key) { return as_count(number(key), kLoad, key); };
   ScalerState s{.scale = number("scale"),
-                .growth_tracker = static_cast<int64_t>(number("growth_tracker")),
-                .hysteresis_tracker = static_cast<int64_t>(number("hysteresis_tracker")),
-                .skipped_steps = static_cast<int64_t>(number("skipped_steps")),
-                .floor_hits = static_cast<int64_t>(number("floor_hits"))};
+                .growth_tracker = count("growth_tracker"),
+                .hysteresis_tracker = count("hysteresis_tracker"),
+                .skipped_steps = count("skipped_steps"),
+                .floor_hits = count("floor_hits")};
   GradScalerOptions o = options_;  // the factors travel with the state, as in PyTorch
   o.growth_factor = option("growth_factor");
   o.backoff_factor = option("backoff_factor");
-  o.growth_interval = static_cast<int64_t>(option("growth_interval"));
-  o.hysteresis = static_cast<int64_t>(option("hysteresis"));
+  o.growth_interval = as_count(option("growth_interval"), kLoad, "growth_interval");
+  o.hysteresis = as_count(option("hysteresis"), kLoad, "hysteresis");
   o.min_scale = option("min_scale");
   o.max_scale = option("max_scale");
   o.initial_scale = std::clamp(s.scale, o.min_scale, o.max_scale);
   checked(o);
-  options_ = o;
+  MIXT_CHECK(std::isfinite(s.scale) && s.scale > 0, kLoad, "scale must be positive and finite, got {}", s.scale);
+  MIXT_CHECK(optimizers_.empty(), kLoad, "an iteration is in flight: call update() first");
+  options_ = o;  // nothing below can fail
   load_state(s);
 }
 

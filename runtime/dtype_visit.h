@@ -20,7 +20,8 @@ constexpr uint32_t bit(ScalarType t) { return 1u << static_cast<int>(t); }
 constexpr uint32_t kBoolSet = bit(kBool);
 constexpr uint32_t kIntegral = bit(kUInt8) | bit(kInt8) | bit(kInt32) | bit(kInt64);
 constexpr uint32_t kFloat8 = bit(kFloat8_e4m3fn) | bit(kFloat8_e5m2);
-constexpr uint32_t kFloating = bit(kFloat16) | bit(kBFloat16) | bit(kFloat32) | bit(kFloat64) | kFloat8;
+constexpr uint32_t kStandardFloat = bit(kFloat16) | bit(kBFloat16) | bit(kFloat32) | bit(kFloat64);  // floating but fp8
+constexpr uint32_t kFloating = kStandardFloat | kFloat8;
 constexpr uint32_t kNumeric = kIntegral | kFloating;  // everything but bool
 constexpr uint32_t kAll = kNumeric | kBoolSet;
 constexpr bool contains(uint32_t set, ScalarType t) {

@@ -1,6 +1,7 @@
 // Float16 training with the dynamic grad scaler: the loop, gradient
 // accumulation, the sync-free step, and a checkpoint that carries the
-// scaler and the precision policy. Runs on the CPU (and on a GPU when present).
+// scaler and the precision policy. Runs on the CPU: the scaler's ops and the fused
+// optimizer steps have CPU kernels only so far (on CUDA tensors they raise mixt::Error).
 #include <cstdio>
 
 #include <mixt/mixt.h>

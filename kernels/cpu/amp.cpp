@@ -17,8 +17,7 @@
 namespace mixt::cpu {
 namespace {
 
-constexpr uint32_t kGradDtypes = dtypes::bit(kFloat16) | dtypes::bit(kBFloat16) | dtypes::bit(kFloat32) |
-                                 dtypes::bit(kFloat64);
+constexpr uint32_t kGradDtypes = dtypes::kStandardFloat;
 
 // True when the bits of `v` encode Inf or NaN (exponent all ones): branch-free, vectorizable.
 template <class T>
@@ -81,6 +80,7 @@ void unscale_check_kernel(OpCall& c, DispatchKeySet) {
     MIXT_CHECK_OP(g.device().is_cpu(), c, "gradient {} is on {}, found_inf on cpu", i, g.device().str());
     MIXT_CHECK_OP(dtypes::contains(kGradDtypes, g.dtype()), c,
                   "gradient {} is {}: unscaling takes float16, bfloat16, float32 and float64", i, g.dtype());
+    check_writable(c, g, "a gradient");  // before any gradient is modified
   }
   // Dense gradients are processed in place; others through a contiguous copy written back.
   std::vector<Tensor> work(c.list.begin(), c.list.end()), strided;
@@ -131,6 +131,13 @@ void update_scale_kernel(OpCall& c, DispatchKeySet) {
   const double growth_factor = c.attrs.s0.to_double(), backoff = c.attrs.s1.to_double();
   const double min_scale = c.attrs.s2.to_double(), max_scale = c.attrs.s3.to_double();
   const int64_t interval = c.attrs.i0, hysteresis_steps = c.attrs.i1;
+  MIXT_CHECK_OP(std::isfinite(growth_factor) && growth_factor > 0 && std::isfinite(backoff) && backoff > 0 &&
+                    min_scale >= 0 && min_scale <= max_scale && interval >= 1 && interval < (int64_t{1} << 31) &&
+                    hysteresis_steps >= 1 && hysteresis_steps < (int64_t{1} << 31),
+                c,
+                "invalid rule: growth_factor {}, backoff_factor {}, min_scale {}, max_scale {}, growth_interval {}, "
+                "hysteresis {}",
+                growth_factor, backoff, min_scale, max_scale, interval, hysteresis_steps);
   if (found_inf != 0.0f) {
     ++skipped;
     growth = 0;

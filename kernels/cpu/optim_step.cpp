@@ -16,8 +16,7 @@
 namespace mixt::cpu {
 namespace {
 
-constexpr uint32_t kParamDtypes = dtypes::bit(kFloat16) | dtypes::bit(kBFloat16) | dtypes::bit(kFloat32) |
-                                  dtypes::bit(kFloat64);
+constexpr uint32_t kParamDtypes = dtypes::kStandardFloat;
 
 // The list of one fused step, cut into its named parts and checked.
 struct StepLists {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <unordered_set>
 
@@ -91,12 +92,9 @@ void Optimizer::step_predicated(const Tensor& found_inf) {
 
 namespace {
 
-constexpr uint32_t kFusedDtypes = dtypes::bit(kFloat16) | dtypes::bit(kBFloat16) | dtypes::bit(kFloat32) |
-                                  dtypes::bit(kFloat64);
-
 // True when a fused multi-tensor update can take this parameter and gradient.
 bool fusable(const Tensor& p, const Tensor& g) {
-  return p.is_contiguous() && dtypes::contains(kFusedDtypes, p.dtype()) && g.dtype() == p.dtype() &&
+  return p.is_contiguous() && dtypes::contains(dtypes::kStandardFloat, p.dtype()) && g.dtype() == p.dtype() &&
          g.device() == p.device() && g.sizes() == p.sizes();
 }
 
@@ -198,7 +196,7 @@ Tensor& Optimizer::step_state(ParamState& state, const Tensor& param) {
     if (it->second.device() != param.device()) it->second = it->second.to(param.device());
     return it->second;
   }
-  return state.tensors["step"] = zeros({}, {.dtype = kFloat32, .device = param.device()});
+  return state.tensors["step"] = zeros({}, {.dtype = kFloat64, .device = param.device()});
 }
 
 // ---- state dicts -----------------------------------------------------------------
@@ -272,7 +270,10 @@ void Optimizer::load_state_dict(const io::StateDict& sd) {
     if (name == "step") {  // the update counter: one float element
       MIXT_CHECK(t.defined() && t.numel() == 1 && t.is_floating_point(), kLoad,
                  "'{}' must be a one-element float tensor, got {}", key, t.defined() ? t.describe() : "undefined");
-      state[i].tensors[name] = t.to(p.device(), kFloat32).reshape({}).clone();
+      const double steps = t.item<double>();
+      MIXT_CHECK(std::isfinite(steps) && steps >= 0 && steps == std::floor(steps) && steps <= 9007199254740992.0, kLoad,
+                 "'{}' must count updates (an integer in [0, 2^53]), got {}", key, steps);
+      state[i].tensors[name] = t.to(p.device(), kFloat64).reshape({}).clone();
       continue;
     }
     MIXT_CHECK(t.defined() && t.sizes() == p.sizes(), kLoad, "'{}' is {}, but parameter {} is {}", key, t.describe(), i,

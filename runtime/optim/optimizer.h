@@ -101,7 +101,7 @@ class Optimizer {
   // State tensor `key` in `param`'s working dtype (float32, or float64 for float64
   // parameters) and device, created as zeros on first use.
   static Tensor& working_state(ParamState& state, const std::string& key, const Tensor& param);
-  // The parameter's update counter ("step": one float32 element on `param`'s device).
+  // The parameter's update counter ("step": one float64 element on `param`'s device, exact to 2^53).
   static Tensor& step_state(ParamState& state, const Tensor& param);
 
  private:

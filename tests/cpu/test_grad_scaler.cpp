@@ -145,6 +145,25 @@ TEST_CASE("unscaling float16 and bfloat16 gradients in one call", "[amp][scaler]
   CHECK_THROWS_WITH(amp::unscale_check_({{bad}}, found, full({}, 1.0, {.dtype = kFloat32})),
                     Contains("amp_unscale_check_") && Contains("int32"));
   CHECK_THROWS_WITH(amp::unscale_check_({{c}}, found, full({2}, 1.0, {.dtype = kFloat32})), Contains("inv_scale"));
+  // An expanded gradient is refused before any gradient is modified.
+  Tensor dense = full({4}, 8.0, {.dtype = kFloat32}), expanded = full({1}, 8.0, {.dtype = kFloat32}).expand({4});
+  CHECK_THROWS_WITH(amp::unscale_check_({{dense, expanded}}, found, full({}, 0.5, {.dtype = kFloat32})),
+                    Contains("amp_unscale_check_") && Contains("expanded"));
+  CHECK(values(dense) == std::vector<double>(4, 8.0));
+}
+
+TEST_CASE("the scale update op refuses an invalid rule", "[amp][scaler]") {
+  Tensor scale = full({}, 1024.0, {.dtype = kFloat32}), found = zeros({}, {.dtype = kFloat32});
+  Tensor growth = zeros({}, {.dtype = kInt32}), hyst = full({}, 1, {.dtype = kInt32});
+  Tensor skipped = zeros({}, {.dtype = kInt64}), floor = zeros({}, {.dtype = kInt64});
+  for (amp::ScaleRule bad : {amp::ScaleRule{.growth_interval = 0}, amp::ScaleRule{.hysteresis = 0},
+                             amp::ScaleRule{.backoff_factor = -0.5}, amp::ScaleRule{.min_scale = 8, .max_scale = 4},
+                             amp::ScaleRule{.growth_factor = kNan}})
+    CHECK_THROWS_WITH(amp::update_scale_(scale, growth, hyst, found, skipped, floor, bad),
+                      Contains("amp_update_scale_") && Contains("invalid rule"));
+  CHECK(scale.item<double>() == 1024.0);
+  CHECK_NOTHROW(amp::update_scale_(scale, growth, hyst, found, skipped, floor, {.max_scale = kInf}));  // valid
+  CHECK(growth.item<int64_t>() == 1);
 }
 
 TEST_CASE("hysteresis, floor actions and ceiling", "[amp][scaler]") {
@@ -473,4 +492,15 @@ TEST_CASE("scaler state dicts round trip and bad ones raise", "[amp][checkpoint]
   broken.tensors.clear();
   CHECK_THROWS_WITH(t.load_state_dict(broken), Contains("scale"));
   CHECK_THROWS_WITH(t.load_state({.scale = -1}), Contains("positive"));
+  // Corrupt numbers raise instead of reaching an out-of-range conversion.
+  io::StateDict huge = sd;
+  huge.metadata["growth_interval"] = "1e30";
+  CHECK_THROWS_WITH(t.load_state_dict(huge), Contains("growth_interval") && Contains("integer"));
+  io::StateDict nan_tracker = sd;
+  nan_tracker.set("growth_tracker", full({}, kNan, {.dtype = kFloat64}));
+  CHECK_THROWS_WITH(t.load_state_dict(nan_tracker), Contains("growth_tracker"));
+  io::StateDict fractional = sd;
+  fractional.set("skipped_steps", full({}, 2.5, {.dtype = kFloat64}));
+  CHECK_THROWS_WITH(t.load_state_dict(fractional), Contains("skipped_steps"));
+  CHECK(t.state().scale == 96);  // nothing changed by the refused loads
 }

@@ -542,3 +542,20 @@ TEST_CASE("fused steps give the composite updates' bits; predicated steps skip e
     }
   }
 }
+
+TEST_CASE("a corrupt step counter in an optimizer state dict raises", "[optim]") {
+  Tensor p = param();
+  optim::Adam opt({p}, {.lr = 0.1});
+  set_grad(p, 0);
+  opt.step();
+  const io::StateDict good = opt.state_dict();
+  for (double bad : {-1.0, 2.5, kNan, 1e300}) {
+    INFO("step " << bad);
+    io::StateDict sd = good;
+    sd.set("state.0.step", full({}, bad, {.dtype = kFloat64}));
+    CHECK_THROWS_WITH(opt.load_state_dict(sd), Contains("state.0.step") && Contains("integer"));
+  }
+  optim::Adam fresh({param()}, {.lr = 0.1});
+  fresh.load_state_dict(good);
+  CHECK(fresh.state_dict().find("state.0.step")->item<double>() == 1);
+}

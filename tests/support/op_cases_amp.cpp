@@ -4,8 +4,7 @@
 namespace mixt::testing {
 namespace {
 
-constexpr uint32_t kGradDtypes = dtypes::bit(kFloat16) | dtypes::bit(kBFloat16) | dtypes::bit(kFloat32) |
-                                 dtypes::bit(kFloat64);
+constexpr uint32_t kGradDtypes = dtypes::kStandardFloat;
 
 Tensor flag(double v, const Device& d) { return full({}, v, {.dtype = kFloat32, .device = d}); }
 
