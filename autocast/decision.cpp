@@ -115,7 +115,6 @@ InputInfo InputInfo::of(const Tensor& t) {
   i.defined = true;
   i.dtype = t.dtype();
   i.device = t.device().type();
-  i.cacheable_param = t.dtype() == kFloat32 && t.requires_grad() && t.is_leaf() && !t.impl()->is_view;
   i.sensitive = t.impl()->autocast_sensitive;
   i.kind = t.impl()->wrapped_number ? OperandKind::WrappedScalar : t.dim() == 0 ? OperandKind::ZeroDim : OperandKind::Dim;
   return i;

@@ -20,7 +20,6 @@ struct InputInfo {
   bool defined = false;
   ScalarType dtype = ScalarType::Undefined;
   DeviceType device = DeviceType::CPU;
-  bool cacheable_param = false;  // float32 leaf requiring grad, not a view
   bool sensitive = false;        // marked with mark_sensitive
   OperandKind kind = OperandKind::Dim;  // how it counts in type promotion
   static InputInfo of(const Tensor& t);
