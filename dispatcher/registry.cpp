@@ -78,8 +78,15 @@ void ensure_kernels_registered() {
               call.describe_inputs());
 }
 
+// A shared helper (shape arithmetic, the tensor invariant) raised without
+// knowing which op it served: name the op, keep the helper's name in the message,
+// and describe the inputs (the requested sizes for a factory).
 [[noreturn]] void rethrow_with_context(const Error& e, const OpCall& call) {
-  throw Error(e.op(), e.message(), call.describe_inputs());
+  const std::string_view op = op_name(call.op);
+  std::string context = call.describe_inputs();
+  if (context.empty() && !call.attrs.shape.empty()) context = fmt::format("sizes {}", call.attrs.shape);
+  if (e.op() == op) throw Error(e.op(), e.message(), std::move(context));
+  throw Error(std::string(op), fmt::format("{} (in {})", e.message(), e.op()), std::move(context));
 }
 
 }  // namespace detail

@@ -30,7 +30,11 @@ size_t cache_limit() {
 
 // The size a request is served with (its class).
 size_t block_size(size_t nbytes) {
-  if (nbytes >= kLargeFrom) return (nbytes + kPage - 1) / kPage * kPage;
+  if (nbytes >= kLargeFrom) {
+    // The rounding cannot wrap: no request reaches within a page of SIZE_MAX.
+    MIXT_CHECK(nbytes <= (SIZE_MAX >> 1), "allocate", "{} bytes requested: more than any machine holds", nbytes);
+    return (nbytes + kPage - 1) / kPage * kPage;
+  }
   size_t s = kCpuAlignment;
   while (s < nbytes) s <<= 1;
   return s;

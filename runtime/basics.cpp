@@ -2,8 +2,70 @@
 #include <cmath>
 
 #include <mixt/runtime/check.h>
+#include <mixt/runtime/checked.h>
 
 namespace mixt {
+
+// ---- checked size arithmetic -------------------------------------------------
+
+namespace detail {
+void throw_size_overflow(const char* op, const char* what, long double a, long double b) {
+  MIXT_FAIL(op, "size arithmetic overflows: {} {} {} does not fit in a 64-bit integer", a, what, b);
+}
+}  // namespace detail
+
+size_t checked_size(int64_t v, const char* op) {
+  MIXT_CHECK(v >= 0, op, "size {} is negative", v);
+  return static_cast<size_t>(v);
+}
+
+int64_t checked_int64(uint64_t v, const char* op) {
+  MIXT_CHECK(v <= static_cast<uint64_t>(INT64_MAX), op, "size {} does not fit in a 64-bit signed integer", v);
+  return static_cast<int64_t>(v);
+}
+
+int64_t checked_numel(const Shape& sizes, const char* op) {
+  int64_t n = 1;
+  bool empty = false;
+  for (int64_t s : sizes) {
+    MIXT_CHECK(s >= 0, op, "negative size in shape {}", sizes);
+    if (s == 0) {
+      empty = true;
+      continue;
+    }
+    MIXT_CHECK(!__builtin_mul_overflow(n, s, &n), op,
+               "shape {} has more elements than a 64-bit integer counts (2^63 - 1)", sizes);
+  }
+  return empty ? 0 : n;
+}
+
+int64_t checked_nbytes(int64_t numel, int64_t element_size, const char* op) {
+  int64_t bytes;
+  MIXT_CHECK(numel >= 0 && !__builtin_mul_overflow(numel, element_size, &bytes), op,
+             "{} elements of {} bytes overflow a 64-bit byte count", numel, element_size);
+  return bytes;
+}
+
+int64_t checked_extent(const Shape& sizes, const Shape& strides, int64_t offset, const char* op) {
+  MIXT_CHECK(sizes.size() == strides.size(), op, "sizes {} and strides {} differ in length", sizes, strides);
+  MIXT_CHECK(offset >= 0, op, "negative storage offset {}", offset);
+  int64_t last = offset;
+  bool empty = false;
+  for (int i = 0; i < sizes.size(); ++i) {
+    MIXT_CHECK(sizes[i] >= 0 && strides[i] >= 0, op, "negative size or stride (sizes {}, strides {})", sizes,
+               strides);
+    if (sizes[i] == 0) empty = true;
+    int64_t step;
+    MIXT_CHECK(!__builtin_mul_overflow(sizes[i] == 0 ? 0 : sizes[i] - 1, strides[i], &step) &&
+                   !__builtin_add_overflow(last, step, &last),
+               op, "sizes {} with strides {} at offset {} reach past 2^63 - 1 elements", sizes, strides, offset);
+  }
+  if (empty) return offset;
+  int64_t end;
+  MIXT_CHECK(!__builtin_add_overflow(last, int64_t{1}, &end), op,
+             "sizes {} with strides {} at offset {} reach past 2^63 - 1 elements", sizes, strides, offset);
+  return end;
+}
 
 // ---- Shape -----------------------------------------------------------------
 
@@ -42,11 +104,7 @@ void Shape::resize(int n, int64_t fill) {
   n_ = static_cast<int8_t>(n);
 }
 
-int64_t Shape::numel() const {
-  int64_t n = 1;
-  for (int i = 0; i < n_; ++i) n *= d_[i];
-  return n;
-}
+int64_t Shape::numel() const { return checked_numel(*this, "numel"); }
 
 std::string Shape::str() const { return fmt::format("[{}]", fmt::join(begin(), end(), ", ")); }
 
@@ -63,7 +121,7 @@ Shape contiguous_strides(const Shape& sizes) {
   int64_t s = 1;
   for (int i = sizes.size() - 1; i >= 0; --i) {
     st[i] = s;
-    s *= sizes[i] > 1 ? sizes[i] : 1;
+    if (sizes[i] > 1) s = checked_mul(s, sizes[i], "contiguous_strides");
   }
   return st;
 }
@@ -99,7 +157,7 @@ Shape infer_size(const Shape& shape, int64_t numel, const char* op) {
       infer = i;
     } else {
       MIXT_CHECK(shape[i] >= 0, op, "invalid size {} in shape {}", shape[i], shape);
-      known *= shape[i];
+      known = checked_mul(known, shape[i], op);
     }
   }
   if (infer >= 0) {
@@ -119,11 +177,19 @@ std::optional<Shape> view_strides(const Shape& sizes, const Shape& strides, cons
   int view_d = new_sizes.size() - 1;
   int64_t chunk_base_stride = strides.empty() ? 1 : strides.back();
   int64_t tensor_numel = 1, view_numel = 1;
+  // Element counts are at most the tensor's numel (checked when it was made);
+  // a stride times a count may still overflow where the memory is not
+  // contiguous: such a product never equals a stride, and a size-1 dim's stride
+  // is free.
   for (int d = sizes.size() - 1; d >= 0; --d) {
     tensor_numel *= sizes[d];
-    if (d == 0 || (sizes[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base_stride)) {
+    int64_t chunk_stride;
+    const bool chunk_ends = d == 0 || (sizes[d - 1] != 1 &&
+                                       (__builtin_mul_overflow(tensor_numel, chunk_base_stride, &chunk_stride) ||
+                                        strides[d - 1] != chunk_stride));
+    if (chunk_ends) {
       while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
-        out[view_d] = view_numel * chunk_base_stride;
+        if (__builtin_mul_overflow(view_numel, chunk_base_stride, &out[view_d])) out[view_d] = chunk_base_stride;
         view_numel *= new_sizes[view_d];
         --view_d;
       }

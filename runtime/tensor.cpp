@@ -3,6 +3,7 @@
 
 #include <mixt/runtime/autograd_meta.h>
 #include <mixt/runtime/check.h>
+#include <mixt/runtime/checked.h>
 #include <mixt/runtime/dtype_visit.h>
 #include <mixt/runtime/ops.h>
 
@@ -26,8 +27,20 @@ TensorImpl::TensorImpl(Storage storage_, int64_t offset_, const Shape& sizes_, c
 
 TensorImpl::~TensorImpl() = default;
 
+// Note [Storage covers the view]: every TensorImpl's sizes, strides and offset
+// are non-negative, its element count and the furthest element it reaches fit in
+// int64, and that element lies inside its storage. Checked here, where every
+// tensor is made and every geometry change lands, so no kernel can be handed a
+// view that reads or writes outside its memory, whatever built it.
 void TensorImpl::refresh() {
-  numel = sizes.numel();
+  numel = checked_numel(sizes, "tensor");
+  const int64_t end = checked_extent(sizes, strides, offset, "tensor");
+  if (numel > 0) {
+    const int64_t capacity = static_cast<int64_t>(storage->nbytes / static_cast<size_t>(element_size(dtype)));
+    MIXT_CHECK(end <= capacity, "tensor",
+               "a view with sizes {}, strides {} and offset {} reaches element {}, beyond its storage of {} elements",
+               sizes, strides, offset, end - 1, capacity);
+  }
   contiguous = is_contiguous_layout(sizes, strides);
 }
 
@@ -89,6 +102,8 @@ std::vector<T> Tensor::to_vector() const {
 #define MIXT_INSTANTIATE_TO_VECTOR(e, cpp, n, c, a) template std::vector<cpp> Tensor::to_vector<cpp>() const;
 MIXT_FORALL_DTYPES(MIXT_INSTANTIATE_TO_VECTOR)
 #undef MIXT_INSTANTIATE_TO_VECTOR
+
+int64_t Tensor::nbytes() const { return checked_nbytes(numel(), element_size(), "nbytes"); }
 
 bool Tensor::has_internal_overlap() const {
   for (int d = 0; d < dim(); ++d)
@@ -155,10 +170,9 @@ std::string Tensor::describe() const {
 // ---- construction --------------------------------------------------------------
 
 Tensor make_empty(const Shape& sizes, ScalarType dtype, Device device) {
-  for (int64_t s : sizes) MIXT_CHECK(s >= 0, "empty", "negative size in shape {}", sizes);
   MIXT_CHECK(dtype != ScalarType::Undefined, "empty", "a tensor needs a dtype");
-  const int64_t n = sizes.numel();
-  Storage st = make_storage(static_cast<size_t>(n * element_size(dtype)), device);
+  const int64_t bytes = checked_nbytes(checked_numel(sizes, "empty"), element_size(dtype), "empty");
+  Storage st = make_storage(static_cast<size_t>(bytes), device);
   return Tensor(IntrusivePtr<TensorImpl>::make(std::move(st), 0, sizes, contiguous_strides(sizes), dtype));
 }
 
@@ -200,16 +214,11 @@ Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, ScalarTyp
                  void (*deleter)(void*, void*), void* ctx, Device device) {
   MIXT_CHECK(strides.empty() || strides.size() == sizes.size(), "from_blob",
              "{} strides given for {} dimensions", strides.size(), sizes.size());
+  checked_numel(sizes, "from_blob");
   const Shape st = strides.empty() ? contiguous_strides(sizes) : strides;
-  int64_t extent = 1;
-  for (int i = 0; i < sizes.size(); ++i) {
-    MIXT_CHECK(sizes[i] >= 0 && st[i] >= 0, "from_blob", "negative size or stride (sizes {}, strides {})", sizes,
-               st);
-    if (sizes[i] == 0) extent = 0;
-    if (extent) extent += (sizes[i] - 1) * st[i];
-  }
-  Storage storage = Storage::make(DataPtr{data, ctx, deleter}, static_cast<size_t>(extent * element_size(dtype)),
-                                  device);
+  const int64_t extent = checked_extent(sizes, st, 0, "from_blob");
+  const int64_t bytes = checked_nbytes(extent, element_size(dtype), "from_blob");
+  Storage storage = Storage::make(DataPtr{data, ctx, deleter}, static_cast<size_t>(bytes), device);
   return Tensor(IntrusivePtr<TensorImpl>::make(std::move(storage), 0, sizes, st, dtype));
 }
 

@@ -47,8 +47,9 @@ class Tensor {
   bool has_internal_overlap() const;
   int64_t storage_offset() const { return impl_->offset; }
   int64_t element_size() const { return mixt::element_size(impl_->dtype); }
-  // numel() * element_size().
-  int64_t nbytes() const { return numel() * element_size(); }
+  // numel() * element_size(); raises when that overflows (an expanded view of
+  // more than 2^63 - 1 bytes).
+  int64_t nbytes() const;
   // True when both handles refer to the same TensorImpl.
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
   // True when both views use the same storage.

@@ -5,6 +5,7 @@
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/register.h>
+#include <mixt/runtime/checked.h>
 
 namespace mixt {
 namespace {
@@ -139,18 +140,12 @@ void as_strided_kernel(OpCall& c, DispatchKeySet) {
   const Shape& strides = c.attrs.shape2;
   MIXT_CHECK_OP(sizes.size() == strides.size(), c, "sizes {} and strides {} differ in length", sizes, strides);
   const int64_t offset = c.attrs.i0 < 0 ? t.storage_offset() : c.attrs.i0;
-  int64_t last = offset;
-  bool empty = false;
-  for (int i = 0; i < sizes.size(); ++i) {
-    MIXT_CHECK_OP(sizes[i] >= 0 && strides[i] >= 0, c, "negative size or stride (sizes {}, strides {})", sizes,
-                  strides);
-    if (sizes[i] == 0) empty = true;
-    last += (sizes[i] - 1) * strides[i];
-  }
+  checked_numel(sizes, "as_strided");
+  const int64_t end = checked_extent(sizes, strides, offset, "as_strided");
   const int64_t capacity = static_cast<int64_t>(t.impl()->storage->nbytes) / t.element_size();
-  MIXT_CHECK_OP(empty || last < capacity, c,
+  MIXT_CHECK_OP(end == offset || end <= capacity, c,
                 "sizes {} strides {} at offset {} reach element {}, beyond the storage's {} elements", sizes,
-                strides, offset, last, capacity);
+                strides, offset, end - 1, capacity);
   set_view(c, sizes, strides, offset);
 }
 
