@@ -2,6 +2,9 @@
 // op's kernels; the highest key's kernel runs. See Note [Dispatch keys].
 #pragma once
 
+#include <new>
+#include <stdexcept>
+
 #include <mixt/dispatcher/op_call.h>
 #include <mixt/dispatcher/tls.h>
 #include <mixt/runtime/error.h>
@@ -11,6 +14,7 @@ namespace detail {
 [[noreturn]] void throw_no_kernel(const OpCall& call, DispatchKeySet keys);
 [[noreturn]] void throw_bad_arity(const OpCall& call, const OpEntry& e);
 [[noreturn]] void rethrow_with_context(const Error& e, const OpCall& call);
+[[noreturn]] void throw_out_of_memory(const OpCall& call);
 
 // Every required input is present and defined.
 MIXT_ALWAYS_INLINE void check_arity(const OpCall& call, const OpEntry& e) {
@@ -33,6 +37,10 @@ MIXT_ALWAYS_INLINE void dispatch(OpCall& call) {
     // Errors raised by shared helpers carry no inputs: attach this call's.
     if (err.context().empty()) detail::rethrow_with_context(err, call);
     throw;
+  } catch (const std::bad_alloc&) {
+    detail::throw_out_of_memory(call);  // a host buffer a kernel needed (std::vector, ...)
+  } catch (const std::length_error&) {
+    detail::throw_out_of_memory(call);
   }
 }
 

@@ -81,12 +81,24 @@ void ensure_kernels_registered() {
 // A shared helper (shape arithmetic, the tensor invariant) raised without
 // knowing which op it served: name the op, keep the helper's name in the message,
 // and describe the inputs (the requested sizes for a factory).
-[[noreturn]] void rethrow_with_context(const Error& e, const OpCall& call) {
-  const std::string_view op = op_name(call.op);
+namespace {
+// The call's inputs, or the requested sizes of a call without tensor inputs (a factory).
+std::string describe_call(const OpCall& call) {
   std::string context = call.describe_inputs();
   if (context.empty() && !call.attrs.shape.empty()) context = fmt::format("sizes {}", call.attrs.shape);
+  return context;
+}
+}  // namespace
+
+[[noreturn]] void rethrow_with_context(const Error& e, const OpCall& call) {
+  const std::string_view op = op_name(call.op);
+  std::string context = describe_call(call);
   if (e.op() == op) throw Error(e.op(), e.message(), std::move(context));
   throw Error(std::string(op), fmt::format("{} (in {})", e.message(), e.op()), std::move(context));
+}
+
+[[noreturn]] void throw_out_of_memory(const OpCall& call) {
+  throw Error(std::string(op_name(call.op)), "out of host memory for a buffer this op needs", describe_call(call));
 }
 
 }  // namespace detail

@@ -103,6 +103,10 @@ std::vector<T> Tensor::to_vector() const {
 MIXT_FORALL_DTYPES(MIXT_INSTANTIATE_TO_VECTOR)
 #undef MIXT_INSTANTIATE_TO_VECTOR
 
+void Tensor::throw_undefined() {
+  MIXT_FAIL("Tensor", "the tensor is undefined (a default-constructed handle holds no data)");
+}
+
 int64_t Tensor::nbytes() const { return checked_nbytes(numel(), element_size(), "nbytes"); }
 
 bool Tensor::has_internal_overlap() const {
@@ -116,19 +120,19 @@ Tensor& Tensor::set_requires_grad(bool value) {
              "only floating-point tensors can require gradients (this one is {})", dtype());
   MIXT_CHECK(is_leaf(), "requires_grad",
              "requires_grad can only be changed on leaf tensors (use detach() for a leaf copy of this result)");
-  impl_->requires_grad = value;
+  get().requires_grad = value;
   return *this;
 }
 
 const Tensor& Tensor::grad() const {
   static const Tensor undefined;
-  if (!impl_->autograd) return undefined;
+  if (!get().autograd) return undefined;
   const AutogradMeta& m = *impl_->autograd;
   if (!m.grad.defined() && m.retained_grad) return *m.retained_grad;
   return m.grad;
 }
 
-bool Tensor::is_leaf() const { return !impl_->autograd || !impl_->autograd->grad_fn; }
+bool Tensor::is_leaf() const { return !get().autograd || !impl_->autograd->grad_fn; }
 
 void Tensor::set_data(const Tensor& other) {
   MIXT_CHECK(defined() && other.defined(), "set_data", "both tensors must be defined");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <mixt/runtime/intrusive_ptr.h>
+#include <mixt/runtime/macros.h>
 #include <mixt/runtime/scalar.h>
 #include <mixt/runtime/tensor_impl.h>
 
@@ -29,42 +30,42 @@ class Tensor {
   // ---- metadata ----
   bool defined() const { return static_cast<bool>(impl_); }
   TensorImpl* impl() const { return impl_.get(); }
-  const Shape& sizes() const { return impl_->sizes; }
-  const Shape& strides() const { return impl_->strides; }
+  const Shape& sizes() const { return get().sizes; }
+  const Shape& strides() const { return get().strides; }
   // Size of dimension `dim` (negative counts from the end).
   int64_t size(int64_t dim) const;
   // Stride (in elements) of dimension `dim`.
   int64_t stride(int64_t dim) const;
-  int64_t dim() const { return impl_->sizes.size(); }
-  int64_t numel() const { return impl_->numel; }
-  ScalarType dtype() const { return impl_->dtype; }
-  Device device() const { return impl_->device; }
-  bool is_cpu() const { return impl_->device.is_cpu(); }
-  bool is_cuda() const { return impl_->device.is_cuda(); }
-  bool is_floating_point() const { return is_floating(impl_->dtype); }
-  bool is_contiguous() const { return impl_->contiguous; }
+  int64_t dim() const { return get().sizes.size(); }
+  int64_t numel() const { return get().numel; }
+  ScalarType dtype() const { return get().dtype; }
+  Device device() const { return get().device; }
+  bool is_cpu() const { return get().device.is_cpu(); }
+  bool is_cuda() const { return get().device.is_cuda(); }
+  bool is_floating_point() const { return is_floating(get().dtype); }
+  bool is_contiguous() const { return get().contiguous; }
   // True when several elements share one memory location (a stride-0 dim of size > 1: an expanded tensor).
   bool has_internal_overlap() const;
-  int64_t storage_offset() const { return impl_->offset; }
-  int64_t element_size() const { return mixt::element_size(impl_->dtype); }
+  int64_t storage_offset() const { return get().offset; }
+  int64_t element_size() const { return mixt::element_size(get().dtype); }
   // numel() * element_size(); raises when that overflows (an expanded view of
   // more than 2^63 - 1 bytes).
   int64_t nbytes() const;
   // True when both handles refer to the same TensorImpl.
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
   // True when both views use the same storage.
-  bool shares_storage(const Tensor& o) const { return impl_->storage == o.impl_->storage; }
+  bool shares_storage(const Tensor& o) const { return get().storage == o.get().storage; }
   // Number of handles sharing this TensorImpl.
   int32_t use_count() const { return impl_.use_count(); }
 
   // ---- data access ----
   // Address of element 0 (device memory for CUDA tensors).
-  void* data_ptr() const { return impl_->data(); }
+  void* data_ptr() const { return get().data(); }
   // Typed address of element 0; throws mixt::Error when T is not the dtype.
   template <class T>
   T* data_ptr() const {
     check_dtype(dtype_of<T>, "data_ptr");
-    return reinterpret_cast<T*>(impl_->data());
+    return reinterpret_cast<T*>(get().data());
   }
   // The single value of a one-element tensor (copied to the host).
   Scalar item() const;
@@ -75,11 +76,11 @@ class Tensor {
   std::vector<T> to_vector() const;
 
   // ---- version counter (shared by all views of the storage) ----
-  uint32_t version() const { return impl_->storage->version.load(std::memory_order_relaxed); }
-  void bump_version() const { impl_->storage->version.fetch_add(1, std::memory_order_relaxed); }
+  uint32_t version() const { return get().storage->version.load(std::memory_order_relaxed); }
+  void bump_version() const { get().storage->version.fetch_add(1, std::memory_order_relaxed); }
 
   // ---- autograd (runtime/autograd/autograd.h has the rest of the API) ----
-  bool requires_grad() const { return impl_->requires_grad; }
+  bool requires_grad() const { return get().requires_grad; }
   // Marks this leaf as accumulating a gradient (floating dtypes only).
   Tensor& set_requires_grad(bool value);
   Tensor& requires_grad_(bool value = true) { return set_requires_grad(value); }
@@ -160,6 +161,12 @@ class Tensor {
 
  private:
   void check_dtype(ScalarType expected, const char* op) const;
+  // The impl; raises mixt::Error for an undefined tensor (a default-constructed handle).
+  TensorImpl& get() const {
+    if (MIXT_UNLIKELY(!impl_)) throw_undefined();
+    return *impl_;
+  }
+  [[noreturn]] static void throw_undefined();
   IntrusivePtr<TensorImpl> impl_;
 };
 

@@ -3,6 +3,7 @@
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/register.h>
+#include <mixt/runtime/checked.h>
 #include <mixt/runtime/ops.h>
 
 namespace mixt {
@@ -69,7 +70,7 @@ void cat_kernel(OpCall& c, DispatchKeySet) {
       MIXT_CHECK_OP(k == d || t.sizes()[k] == ref->sizes()[k], c,
                     "sizes must match except in dimension {}: {} vs {} at dimension {}", d, ref->sizes(), t.sizes(),
                     k);
-    out_sizes[d] += t.sizes()[d];
+    out_sizes[d] = checked_add(out_sizes[d], t.sizes()[d], "cat");
   }
   Tensor out = make_empty(out_sizes, dtype, ref->device());
   int64_t at = 0;

@@ -8,6 +8,7 @@
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/conv_geometry.h>
 #include <mixt/kernels/common/register.h>
 #include <mixt/runtime/autograd/grad_mode.h>
 #include <mixt/runtime/nn/functional.h>
@@ -420,15 +421,8 @@ void sdpa_kernel(OpCall& c, DispatchKeySet) {
 Shape conv_output_sizes(const OpCall& c, const Shape& in, const Shape& kernel, const Shape& geom) {
   const int r = kernel.size();
   Shape out;
-  for (int i = 0; i < r; ++i) {
-    const int64_t s = geom[i], p = geom[r + i], d = geom[2 * r + i];
-    MIXT_CHECK_OP(s > 0 && d > 0 && p >= 0, c, "stride {} and dilation {} must be positive and padding {} non-negative",
-                  s, d, p);
-    const int64_t span = in[i] + 2 * p - d * (kernel[i] - 1) - 1;
-    MIXT_CHECK_OP(span >= 0, c, "the kernel {} (dilation {}) is larger than the padded input of spatial size {}",
-                  kernel, d, in);
-    out.push_back(span / s + 1);
-  }
+  for (int i = 0; i < r; ++i)
+    out.push_back(window_output_size(c, in[i], kernel[i], geom[i], geom[r + i], geom[2 * r + i]));
   return out;
 }
 

@@ -53,8 +53,9 @@ void slice_kernel(OpCall& c, DispatchKeySet) {
   start = std::clamp<int64_t>(start, 0, n);
   end = std::clamp<int64_t>(end, start, n);
   Shape sizes = t.sizes(), strides = t.strides();
-  sizes[d] = (end - start + step - 1) / step;
-  strides[d] *= step;
+  sizes[d] = end == start ? 0 : (end - start - 1) / step + 1;  // no `+ step`: step may be INT64_MAX
+  // A dim of one element keeps its stride: step * stride may not fit, and is never used.
+  if (sizes[d] > 1) strides[d] = checked_mul(strides[d], step, "slice");
   set_view(c, sizes, strides, t.storage_offset() + start * t.strides()[d]);
 }
 
@@ -128,7 +129,9 @@ void unsqueeze_kernel(OpCall& c, DispatchKeySet) {
   MIXT_CHECK_OP(t.dim() < kMaxDims, c, "a tensor of {} dimensions cannot gain another (at most {})", t.dim(),
                 kMaxDims);
   Shape sizes = t.sizes(), strides = t.strides();
-  const int64_t stride = d < t.dim() ? t.strides()[d] * t.sizes()[d] : 1;
+  // The new dim has one element, so its stride is free: the usual size * stride, or 1 when that overflows.
+  int64_t stride = 1;
+  if (d < t.dim() && __builtin_mul_overflow(t.strides()[d], t.sizes()[d], &stride)) stride = 1;
   sizes.insert(d, 1);
   strides.insert(d, stride);
   set_view(c, sizes, strides, t.storage_offset());

@@ -7,10 +7,12 @@
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/conv_geometry.h>
 #include <mixt/kernels/common/convert.h>
 #include <mixt/kernels/cpu/copy.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
+#include <mixt/runtime/checked.h>
 #include <mixt/runtime/dtype_visit.h>
 
 namespace mixt::cpu {
@@ -44,17 +46,12 @@ Window make_window(const OpCall& c, const Shape& spatial) {
   for (int i = 0; i < r; ++i) {
     const int j = i + 2 - r;  // 1-D windows fill the second slot
     w.k[j] = a[i], w.s[j] = a[r + i], w.p[j] = a[2 * r + i], w.d[j] = a[3 * r + i], w.in[j] = spatial[i];
-    MIXT_CHECK_OP(w.k[j] > 0 && w.s[j] > 0 && w.d[j] > 0 && w.p[j] >= 0, c,
-                  "kernel {}, stride {} and dilation {} must be positive and padding {} non-negative", w.k[j], w.s[j],
-                  w.d[j], w.p[j]);
-    MIXT_CHECK_OP(w.in[j] > 0, c, "the spatial sizes {} must be positive", spatial);
-    const int64_t span = w.in[j] + 2 * w.p[j] - w.d[j] * (w.k[j] - 1) - 1;
-    MIXT_CHECK_OP(span >= 0, c,
-                  "the window (kernel {}, dilation {}) does not fit the padded input of size {} (padding {}): "
-                  "no output positions",
-                  w.k[j], w.d[j], w.in[j], w.p[j]);
-    w.out[j] = span / w.s[j] + 1;
+    w.out[j] = window_output_size(c, w.in[j], w.k[j], w.s[j], w.p[j], w.d[j]);
   }
+  // Every later product of these sizes is bounded by the two checked here.
+  const char* op = op_name(c.op).data();
+  checked_mul(checked_mul(w.k[0], w.k[1], op), checked_mul(w.out[0], w.out[1], op), op);
+  checked_mul(w.in[0], w.in[1], op);
   return w;
 }
 
@@ -98,7 +95,8 @@ void im2col_kernel(OpCall& c, DispatchKeySet) {
   for (int i = 2; i < x.dim(); ++i) spatial.push_back(x.size(i));
   const Window w = make_window(c, spatial);
   const int64_t planes = x.size(0) * x.size(1), plane = w.in[0] * w.in[1], taps = w.kernel_numel() * w.blocks();
-  Tensor out = make_empty({x.size(0), x.size(1) * w.kernel_numel(), w.blocks()}, x.dtype(), x.device());
+  Tensor out = make_empty({x.size(0), checked_mul(x.size(1), w.kernel_numel(), "im2col"), w.blocks()}, x.dtype(),
+                          x.device());
   visit_dtype<dtypes::kFloating>(x.dtype(), op_name(c.op).data(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* px = x.data_ptr<T>();

@@ -23,6 +23,11 @@ inline int threads_for(int64_t n, int64_t grain = kParallelGrain) {
   return static_cast<int>(t < max ? t : max);
 }
 
+// Start of part `t` of `parts` equal parts of [0, n); n * t may not fit in int64.
+inline int64_t split_point(int64_t n, int64_t t, int64_t parts) {
+  return static_cast<int64_t>(static_cast<__int128>(n) * t / parts);
+}
+
 // Calls f(begin, end) over [0, n) split across threads.
 template <class F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {
@@ -34,7 +39,7 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
 #pragma omp parallel num_threads(nt)
   {
     const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
-    const int64_t begin = n * t / T, end = n * (t + 1) / T;
+    const int64_t begin = split_point(n, t, T), end = split_point(n, t + 1, T);
     if (begin < end) f(begin, end);
   }
 }

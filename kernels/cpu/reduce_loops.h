@@ -191,7 +191,7 @@ void run_reduction(const ReduceGeometry& g, const R& r, const Tensor& in, Store&
       {
         const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
         acc_t acc = r.init();
-        reduce_range<T>(g, r, p, g.red_numel * t / nt, g.red_numel * (t + 1) / nt, acc);
+        reduce_range<T>(g, r, p, split_point(g.red_numel, t, nt), split_point(g.red_numel, t + 1, nt), acc);
         partial[static_cast<size_t>(t)] = acc;
       }
       acc_t acc = partial[0];

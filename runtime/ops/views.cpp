@@ -1,6 +1,7 @@
 // Front ends of the view ops and of the shape helpers built on them.
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/runtime/check.h>
+#include <mixt/runtime/checked.h>
 #include <mixt/runtime/ops.h>
 
 namespace mixt {
@@ -55,7 +56,7 @@ Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
   const int64_t d = wrap_dim(dim, t.dim(), "narrow");
   const int64_t n = t.size(d);
   if (start < 0) start += n;
-  MIXT_CHECK(start >= 0 && length >= 0 && start + length <= n, "narrow",
+  MIXT_CHECK(start >= 0 && length >= 0 && start <= n && length <= n - start, "narrow",
              "start {} and length {} exceed dimension {} of size {}", start, length, d, n);
   return slice(t, d, start, start + length, 1);
 }
@@ -134,7 +135,11 @@ std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim) {
     out.push_back(t);
     return out;
   }
-  for (int64_t at = 0; at < n; at += split_size) out.push_back(narrow(t, d, at, std::min(split_size, n - at)));
+  for (int64_t at = 0; at < n;) {
+    const int64_t len = std::min(split_size, n - at);  // at + split_size may not fit
+    out.push_back(narrow(t, d, at, len));
+    at += len;
+  }
   return out;
 }
 
@@ -144,7 +149,7 @@ std::vector<Tensor> split_with_sizes(const Tensor& t, const std::vector<int64_t>
   int64_t total = 0;
   for (int64_t s : sizes) {
     MIXT_CHECK(s >= 0, "split_with_sizes", "negative size {}", s);
-    total += s;
+    total = checked_add(total, s, "split_with_sizes");
   }
   MIXT_CHECK(total == t.size(d), "split_with_sizes", "sizes sum to {} but dimension {} has size {}", total, d,
              t.size(d));
@@ -161,7 +166,7 @@ std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim) {
   MIXT_CHECK(chunks > 0, "chunk", "chunks must be positive (got {})", chunks);
   MIXT_CHECK(t.defined() && t.dim() > 0, "chunk", "expected a tensor with at least one dimension");
   const int64_t n = t.size(wrap_dim(dim, t.dim(), "chunk"));
-  const int64_t size = (n + chunks - 1) / chunks;
+  const int64_t size = n == 0 ? 0 : (n - 1) / chunks + 1;  // ceil(n / chunks) without n + chunks overflowing
   return split(t, size == 0 ? 0 : size, dim);
 }
 
