@@ -12,6 +12,21 @@
 namespace mixt::autocast {
 namespace {
 
+// Runs an op autocast leaves alone: one op in its inputs' dtypes (this device's
+// autocast key excluded below it), unless its decomposition is what autocast
+// must see (cross_entropy). The fast path and the recorded path both come here,
+// so what an op returns never depends on whether an Explain is watching.
+template <DeviceType D>
+void pass_through(OpCall& c, DispatchKeySet keys) {
+  constexpr DispatchKey key = autocast_key(D);
+  if (decomposes_under_autocast(c.op)) {
+    redispatch(c, keys, key);  // the key stays live: the ops it calls are autocast
+    return;
+  }
+  ExcludeKeysGuard below(key);
+  redispatch(c, keys, key);
+}
+
 template <DeviceType D>
 void autocast_kernel(OpCall& c, DispatchKeySet keys) {
   constexpr DispatchKey key = autocast_key(D);
@@ -19,7 +34,7 @@ void autocast_kernel(OpCall& c, DispatchKeySet keys) {
   Explain* ex = detail::active_explain();
   // Fast path: no scope open, and autocast off for this device or nothing listed for the op.
   if (!ex && st.depth == 0 && (!st.enabled[static_cast<size_t>(D)] || policy_of(D, c.op) == Policy::PassThrough)) {
-    redispatch(c, keys, key);
+    pass_through<D>(c, keys);
     return;
   }
   InputInfo infos[kMaxInputs];
@@ -66,12 +81,7 @@ void autocast_kernel(OpCall& c, DispatchKeySet keys) {
     return;
   }
   if (d.rule == Rule::PassThrough || d.rule == Rule::Disabled) {
-    if (decomposes_under_autocast(c.op)) {
-      redispatch(c, keys, key);  // the key stays live: the ops it calls are autocast
-    } else {
-      ExcludeKeysGuard below(key);  // one op, in its inputs' dtypes
-      redispatch(c, keys, key);
-    }
+    pass_through<D>(c, keys);
     finish();
     return;
   }

@@ -61,6 +61,59 @@ TEST_CASE("every op under CPU autocast returns the dtype its decision predicts",
   CHECK(compared > 200);
 }
 
+TEST_CASE("ops return the same dtype with and without an Explain, as decide() predicts", "[autocast]") {
+  // The fast path (nothing recorded) and the recorded path must agree: an op's
+  // result may not depend on who is watching. mv, dot and outer are composites over
+  // mm: PyTorch passes them through on the CPU (float32), so must both paths.
+  std::vector<std::string> failures;
+  int compared = 0;
+  for (ScalarType low : {kBFloat16, kFloat16}) {
+    for (const OpCase& c : op_cases()) {
+      if (!dtypes::contains(c.cpu_dtypes, kFloat32) || c.check) continue;
+      CaseInputs in = c.make(kFloat32);
+      const std::string where = c.label + " [" + std::string(dtype_name(low)) + "]";
+      ScalarType unwatched = ScalarType::Undefined, watched = ScalarType::Undefined;
+      ScalarType predicted = ScalarType::Undefined, recorded = ScalarType::Undefined;  // of output 0
+      try {
+        {
+          autocast::Guard g({.device = DeviceType::CPU, .dtype = low});
+          unwatched = c.run(in.in, kFloat32, Device::cpu()).dtype();
+        }
+        autocast::Explain ex;
+        {
+          autocast::Guard g({.device = DeviceType::CPU, .dtype = low});
+          watched = c.run(in.in, kFloat32, Device::cpu()).dtype();
+        }
+        for (const auto& r : ex.records())
+          if (r.depth == 0 && r.op == op_name(c.op) && !r.outputs.empty()) {
+            predicted = r.predicted;
+            recorded = r.outputs[0];
+          }
+      } catch (const std::exception& e) {
+        failures.push_back(where + ": raised " + e.what());
+        continue;
+      }
+      ++compared;
+      if (unwatched != watched)
+        failures.push_back(where + ": " + std::string(dtype_name(unwatched)) + " unwatched, " +
+                           std::string(dtype_name(watched)) + " under an Explain");
+      if (predicted != ScalarType::Undefined && predicted != recorded)
+        failures.push_back(where + ": decide() predicts " + std::string(dtype_name(predicted)) + ", output 0 is " +
+                           std::string(dtype_name(recorded)));
+    }
+  }
+  std::string all;
+  for (const auto& f : failures) all += "\n  " + f;
+  INFO(compared << " cases compared; failures:" << all);
+  CHECK(failures.empty());
+  CHECK(compared > 200);
+  // The three ops the fast path used to lower: float32 in, float32 out.
+  autocast::Guard g(cpu_bf16());
+  CHECK(mv(ones({3, 2}), ones({2})).dtype() == kFloat32);
+  CHECK(dot(ones({3}), ones({3})).dtype() == kFloat32);
+  CHECK(outer(ones({3}), ones({2})).dtype() == kFloat32);
+}
+
 TEST_CASE("a model forward under bf16 autocast follows PyTorch's CPU decisions", "[autocast]") {
   manual_seed(0);
   nn::Linear lin(8, 4);
