@@ -261,6 +261,10 @@ std::string Scalar::str() const {
   return "none";
 }
 
+void Scalar::throw_overflow(const char* type) const {
+  MIXT_FAIL("Scalar", "value cannot be converted to type {} without overflow (value {})", type, str());
+}
+
 // ---- dtype names -----------------------------------------------------------
 
 ScalarType dtype_from_name(std::string_view name) {

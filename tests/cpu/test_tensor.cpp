@@ -1,5 +1,8 @@
 // Tensor handles, storage sharing, the version counter, autograd slots,
 // construction from host memory, printing, Device and Shape.
+#include <cmath>
+#include <limits>
+
 #include <catch2/catch.hpp>
 
 #include <mixt/mixt.h>
@@ -56,6 +59,30 @@ TEST_CASE("item, scalar tensors and wrapped scalars", "[tensor]") {
   CHECK(wrapped_scalar(1.5).impl()->wrapped_number);
   CHECK_THROWS_AS(from_vector(std::vector<float>{1, 2}).item(), Error);
   CHECK(from_vector(std::vector<Half>{Half(1.5f)}).item<float>() == 1.5f);
+}
+
+TEST_CASE("item<T>() of a value outside an integer type raises instead of converting", "[tensor]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const auto overflow = [](const char* type) {
+    return Catch::Contains(std::string("value cannot be converted to type ") + type + " without overflow");
+  };
+  CHECK_THROWS_WITH(scalar_tensor(nan).item<int64_t>(), overflow("int64"));
+  CHECK_THROWS_WITH(scalar_tensor(inf).item<int32_t>(), overflow("int32"));
+  CHECK_THROWS_WITH(scalar_tensor(-inf, {.dtype = kFloat64}).item<int64_t>(), overflow("int64"));
+  CHECK_THROWS_WITH(scalar_tensor(3e9, {.dtype = kFloat64}).item<int32_t>(), overflow("int32"));
+  CHECK_THROWS_WITH(scalar_tensor(int64_t{1} << 40).item<int32_t>(), overflow("int32"));
+  CHECK_THROWS_WITH(scalar_tensor(-1).item<uint8_t>(), overflow("uint8"));
+  CHECK_THROWS_WITH(scalar_tensor(9.3e18, {.dtype = kFloat64}).item<int64_t>(), overflow("int64"));
+  CHECK_THROWS_WITH(Scalar(nan).to_int(), overflow("int64"));
+  // In range: floats truncate toward zero; the extremes are exact.
+  CHECK(scalar_tensor(-2.9).item<int32_t>() == -2);
+  CHECK(scalar_tensor(2147483647.9, {.dtype = kFloat64}).item<int32_t>() == INT32_MAX);
+  CHECK(scalar_tensor(-2147483648.9, {.dtype = kFloat64}).item<int32_t>() == INT32_MIN);
+  CHECK(scalar_tensor(-9.2233720368547758e18, {.dtype = kFloat64}).item<int64_t>() == INT64_MIN);
+  CHECK(scalar_tensor(255).item<uint8_t>() == 255);
+  CHECK(scalar_tensor(nan).item<bool>());
+  // Floating targets round as casts do: beyond float32's range is Inf.
+  CHECK(scalar_tensor(1e300, {.dtype = kFloat64}).item<float>() == inf);
 }
 
 TEST_CASE("views share storage and one version counter", "[tensor]") {
