@@ -130,6 +130,15 @@ TEST_CASE("Device and Shape", "[tensor]") {
   CHECK(Device::cuda(1).str() == "cuda:1");
   CHECK_THROWS_AS(Device("tpu"), Error);
   CHECK_THROWS_AS(Device("cuda:x"), Error);
+  CHECK(Device::cuda(127).str() == "cuda:127");
+  CHECK(Device("cuda:127") == Device::cuda(127));
+  CHECK_THROWS_WITH(Device::cuda(-5), Catch::Contains("invalid CUDA device index -5"));
+  CHECK_THROWS_WITH(Device::cuda(128), Catch::Contains("invalid CUDA device index 128"));
+  CHECK_THROWS_WITH(Device::cuda(256 + 1), Catch::Contains("257"));  // not cuda:1
+  CHECK_THROWS_WITH(Device(DeviceType::CUDA, -1), Catch::Contains("-1"));
+  CHECK_THROWS_WITH(Device(DeviceType::CPU, 2), Catch::Contains("invalid CPU device index 2"));
+  CHECK_THROWS_WITH(Device("cuda:128"), Catch::Contains("cannot parse"));
+  CHECK_THROWS_AS(Device("cuda:-1"), Error);
   CHECK(Shape{2, 3, 4}.numel() == 24);
   CHECK(Shape{}.numel() == 1);
   CHECK_THROWS_AS((Shape{1, 1, 1, 1, 1, 1, 1, 1, 1}), Error);
