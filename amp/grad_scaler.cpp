@@ -3,7 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -18,31 +18,56 @@ namespace {
 
 constexpr const char* kName = "GradScaler";
 
+// `v` as float32, the way the scale tensor holds it (beyond float32's range: Inf).
+float as_float32(double v) {
+  return std::fabs(v) > std::numeric_limits<float>::max() ? std::copysign(std::numeric_limits<float>::infinity(), v)
+                                                           : static_cast<float>(v);
+}
+
+// The rule of every scale the scaler takes (initial, loaded, set by update(s)): positive
+// and finite once rounded to float32 (1e300 would be Inf, 1e-50 zero), and within
+// [min_scale, max_scale] as float32 values (the floor and ceiling the update kernel applies).
+void check_scale(const char* op, const char* what, double scale, const GradScalerOptions& o) {
+  const float f = as_float32(scale);
+  MIXT_CHECK(std::isfinite(f) && f > 0.0f, op, "{} must be positive and finite in float32, got {}", what, scale);
+  MIXT_CHECK(f >= as_float32(o.min_scale) && f <= as_float32(o.max_scale), op,
+             "{} {} is outside [min_scale {}, max_scale {}]", what, scale, o.min_scale, o.max_scale);
+}
+
+// The rules of the options besides the initial scale (constructor and loads).
+void check_rule(const char* op, const GradScalerOptions& o) {
+  MIXT_CHECK(o.growth_factor > 1.0 && std::isfinite(o.growth_factor), op,
+             "growth_factor must be > 1 and finite, got {}", o.growth_factor);
+  MIXT_CHECK(o.backoff_factor > 0.0 && o.backoff_factor < 1.0, op, "backoff_factor must be in (0, 1), got {}",
+             o.backoff_factor);
+  MIXT_CHECK(o.growth_interval > 0 && o.growth_interval < (int64_t{1} << 31), op,
+             "growth_interval must be in [1, 2^31), got {}", o.growth_interval);
+  MIXT_CHECK(o.hysteresis >= 1 && o.hysteresis < (int64_t{1} << 31), op, "hysteresis must be in [1, 2^31), got {}",
+             o.hysteresis);
+  MIXT_CHECK(o.min_scale >= 0.0 && o.min_scale <= o.max_scale, op,
+             "need 0 <= min_scale <= max_scale, got min_scale {} and max_scale {}", o.min_scale, o.max_scale);
+  MIXT_CHECK(o.floor_action != FloorAction::Report || o.on_floor, op, "FloorAction::Report needs an on_floor callback");
+}
+
+// The constructor's rules.
 const GradScalerOptions& checked(const GradScalerOptions& o) {
   if (!o.enabled) return o;
-  MIXT_CHECK(std::isfinite(o.initial_scale) && o.initial_scale > 0, kName, "initial_scale must be positive and finite, got {}",
-             o.initial_scale);
-  MIXT_CHECK(o.growth_factor > 1.0, kName, "growth_factor must be > 1, got {}", o.growth_factor);
-  MIXT_CHECK(o.backoff_factor > 0.0 && o.backoff_factor < 1.0, kName, "backoff_factor must be in (0, 1), got {}",
-             o.backoff_factor);
-  MIXT_CHECK(o.growth_interval > 0 && o.growth_interval < (int64_t{1} << 31), kName,
-             "growth_interval must be in [1, 2^31), got {}", o.growth_interval);
-  MIXT_CHECK(o.hysteresis >= 1 && o.hysteresis < (int64_t{1} << 31), kName, "hysteresis must be >= 1, got {}",
-             o.hysteresis);
-  MIXT_CHECK(o.min_scale >= 0.0 && o.min_scale <= o.max_scale, kName,
-             "need 0 <= min_scale <= max_scale, got min_scale {} and max_scale {}", o.min_scale, o.max_scale);
-  MIXT_CHECK(o.initial_scale >= o.min_scale && o.initial_scale <= o.max_scale, kName,
-             "initial_scale {} is outside [min_scale {}, max_scale {}]", o.initial_scale, o.min_scale, o.max_scale);
-  MIXT_CHECK(o.floor_action != FloorAction::Report || o.on_floor, kName, "FloorAction::Report needs an on_floor callback");
+  check_rule(kName, o);
+  check_scale(kName, "initial_scale", o.initial_scale, o);
   return o;
 }
 
-// A count read from a state dict: finite, integral and in [0, 2^62), else an error naming `key`
-// (a corrupt file must raise, not reach an out-of-range conversion).
-int64_t as_count(double v, const char* op, const char* key) {
-  MIXT_CHECK(std::isfinite(v) && v >= 0 && v < 4.6e18 && v == std::floor(v), op,
-             "'{}' must be a non-negative integer, got {}", key, v);
-  return static_cast<int64_t>(v);
+// The rules of a state under options `o` (load_state and load_state_dict): the scale's,
+// and counters that fit the scaler's: the growth tracker below growth_interval, the
+// hysteresis tracker within [0, hysteresis] (both held in int32), the others >= 0.
+void check_state(const char* op, const ScalerState& s, const GradScalerOptions& o) {
+  check_scale(op, "scale", s.scale, o);
+  MIXT_CHECK(s.growth_tracker >= 0 && s.growth_tracker < o.growth_interval, op,
+             "growth_tracker {} must be in [0, growth_interval {})", s.growth_tracker, o.growth_interval);
+  MIXT_CHECK(s.hysteresis_tracker >= 0 && s.hysteresis_tracker <= o.hysteresis, op,
+             "hysteresis_tracker {} must be in [0, hysteresis {}]", s.hysteresis_tracker, o.hysteresis);
+  MIXT_CHECK(s.skipped_steps >= 0 && s.floor_hits >= 0, op, "counters must be >= 0 (skipped {}, floor hits {})",
+             s.skipped_steps, s.floor_hits);
 }
 
 Tensor scalar_tensor(double v, ScalarType dt, const Device& d) { return full({}, v, {.dtype = dt, .device = d}); }
@@ -187,8 +212,7 @@ void GradScaler::update() {
 
 void GradScaler::update(double new_scale) {
   if (!options_.enabled) return;
-  MIXT_CHECK(std::isfinite(new_scale) && new_scale > 0, "GradScaler.update", "new scale must be positive and finite, got {}",
-             new_scale);
+  check_scale("GradScaler.update", "the new scale", new_scale, options_);
   lazy_init(scale_.defined() ? scale_.device() : Device::cpu());
   scale_.fill_(new_scale);
   growth_tracker_.fill_(0);
@@ -256,13 +280,14 @@ ScalerState GradScaler::state() const {
 }
 
 void GradScaler::load_state(const ScalerState& s) {
+  constexpr const char* kOp = "GradScaler.load_state";
   if (!options_.enabled) return;
-  MIXT_CHECK(std::isfinite(s.scale) && s.scale > 0, "GradScaler.load_state", "scale must be positive and finite, got {}",
-             s.scale);
-  MIXT_CHECK(s.growth_tracker >= 0 && s.hysteresis_tracker >= 0 && s.skipped_steps >= 0 && s.floor_hits >= 0,
-             "GradScaler.load_state", "counters must be >= 0 (growth {}, hysteresis {}, skipped {}, floor hits {})",
-             s.growth_tracker, s.hysteresis_tracker, s.skipped_steps, s.floor_hits);
-  MIXT_CHECK(optimizers_.empty(), "GradScaler.load_state", "an iteration is in flight: call update() first");
+  check_state(kOp, s, options_);
+  MIXT_CHECK(optimizers_.empty(), kOp, "an iteration is in flight: call update() first");
+  apply_state(s);
+}
+
+void GradScaler::apply_state(const ScalerState& s) {
   lazy_init(scale_.defined() ? scale_.device() : Device::cpu());
   scale_.fill_(s.scale);
   growth_tracker_.fill_(s.growth_tracker);
@@ -290,44 +315,50 @@ io::StateDict GradScaler::state_dict() const {
   return sd;
 }
 
-void GradScaler::load_state_dict(const io::StateDict& sd) {
+void GradScaler::load_state_dict(const io::StateDict& sd) { stage_state_dict(sd).commit(); }
+
+io::StagedLoad GradScaler::stage_state_dict(const io::StateDict& sd) {
   constexpr const char* kLoad = "GradScaler.load_state_dict";
-  if (!options_.enabled) return;
-  auto it = sd.metadata.find("enabled");
-  MIXT_CHECK(it != sd.metadata.end(), kLoad, "not a grad scaler state dict (no 'enabled' entry)");
-  MIXT_CHECK(it->second == "true", kLoad, "the state dict is from a disabled scaler: it holds no scale to load");
-  auto number = [&](const char* key) {
+  if (!options_.enabled) return {};
+  MIXT_CHECK(sd.metadata.count("enabled"), kLoad, "not a grad scaler state dict (no 'enabled' entry)");
+  MIXT_CHECK(io::meta_bool(sd, "enabled", kLoad), kLoad,
+             "the state dict is from a disabled scaler: it holds no scale to load");
+  const io::StateDict mine = state_dict();
+  for (const auto& [key, value] : sd.metadata)
+    MIXT_CHECK(mine.metadata.count(key), kLoad, "unexpected entry '{}' in a grad scaler state dict", key);
+  io::check_unique_names(sd, kLoad);
+  for (const auto& [key, t] : sd.tensors)
+    MIXT_CHECK(mine.find(key), kLoad, "unexpected tensor '{}' in a grad scaler state dict", key);
+  auto tensor = [&](const char* key) -> const Tensor& {
     const Tensor* t = sd.find(key);
-    MIXT_CHECK(t != nullptr && t->numel() == 1, kLoad, "missing or malformed '{}'", key);
-    return t->item<double>();
+    MIXT_CHECK(t != nullptr, kLoad, "the state dict has no '{}'", key);
+    return *t;
   };
-  auto option = [&](const char* key) {
-    auto m = sd.metadata.find(key);
-    MIXT_CHECK(m != sd.metadata.end(), kLoad, "missing option '{}'", key);
-    char* end = nullptr;
-    const double v = std::strtod(m->second.c_str(), &end);
-    MIXT_CHECK(!m->second.empty() && *end == '\0', kLoad, "option '{}': '{}' is not a number", key, m->second);
-    return v;
-  };
-  auto count = [&](const char* key) { return as_count(number(key), kLoad, key); };
-  ScalerState s{.scale = number("scale"),
-                .growth_tracker = count("growth_tracker"),
-                .hysteresis_tracker = count("hysteresis_tracker"),
-                .skipped_steps = count("skipped_steps"),
-                .floor_hits = count("floor_hits")};
+  const Tensor& scale = tensor("scale");
+  MIXT_CHECK(scale.defined() && scale.numel() == 1 && scale.is_floating_point(), kLoad,
+             "'scale' must be a one-element floating tensor, got {}", scale.defined() ? scale.describe() : "undefined");
+  constexpr int64_t kAny = std::numeric_limits<int64_t>::max();
+  auto count = [&](const char* key) { return io::tensor_count(tensor(key), kAny, kLoad, key); };
+  const ScalerState s{.scale = scale.item<double>(),
+                      .growth_tracker = count("growth_tracker"),
+                      .hysteresis_tracker = count("hysteresis_tracker"),
+                      .skipped_steps = count("skipped_steps"),
+                      .floor_hits = count("floor_hits")};
   GradScalerOptions o = options_;  // the factors travel with the state, as in PyTorch
-  o.growth_factor = option("growth_factor");
-  o.backoff_factor = option("backoff_factor");
-  o.growth_interval = as_count(option("growth_interval"), kLoad, "growth_interval");
-  o.hysteresis = as_count(option("hysteresis"), kLoad, "hysteresis");
-  o.min_scale = option("min_scale");
-  o.max_scale = option("max_scale");
-  o.initial_scale = std::clamp(s.scale, o.min_scale, o.max_scale);
-  checked(o);
-  MIXT_CHECK(std::isfinite(s.scale) && s.scale > 0, kLoad, "scale must be positive and finite, got {}", s.scale);
+  o.growth_factor = io::meta_double(sd, "growth_factor", kLoad);
+  o.backoff_factor = io::meta_double(sd, "backoff_factor", kLoad);
+  o.growth_interval = io::meta_int(sd, "growth_interval", kLoad);
+  o.hysteresis = io::meta_int(sd, "hysteresis", kLoad);
+  o.min_scale = io::meta_double(sd, "min_scale", kLoad);
+  o.max_scale = io::meta_double(sd, "max_scale", kLoad);
+  check_rule(kLoad, o);
+  check_state(kLoad, s, o);
+  o.initial_scale = s.scale;
   MIXT_CHECK(optimizers_.empty(), kLoad, "an iteration is in flight: call update() first");
-  options_ = o;  // nothing below can fail
-  load_state(s);
+  return io::StagedLoad([this, o, s] {
+    options_ = o;
+    apply_state(s);
+  });
 }
 
 void backward(GradScaler& scaler, const Tensor& loss) { scaler.scale(loss).backward(); }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <mixt/runtime/io/state_dict.h>
+#include <mixt/runtime/io/state_load.h>
 #include <mixt/runtime/tensor.h>
 
 namespace mixt::optim {
@@ -91,13 +92,20 @@ class GradScaler {
   bool is_enabled() const { return options_.enabled; }
   const GradScalerOptions& options() const { return options_; }
 
-  // The state as numbers (host reads), and its restoration.
+  // The state as numbers (host reads).
   ScalerState state() const;
+  // Restores a state, refusing (and changing nothing) when the scale is not positive
+  // and finite in float32 or lies outside [min_scale, max_scale], or a counter does not
+  // fit (growth_tracker in [0, growth_interval), hysteresis_tracker in [0, hysteresis]).
   void load_state(const ScalerState& s);
   // The state as a state dict (tensors "scale", "growth_tracker", ... and the options
-  // in metadata), for checkpoints; load_state_dict checks it.
+  // in metadata), for checkpoints.
   io::StateDict state_dict() const;
+  // Restores a state_dict(): its options by the constructor's rules, its state by
+  // load_state's; unknown entries raise. A refused load changes nothing.
   void load_state_dict(const io::StateDict& sd);
+  // Checks `sd` as load_state_dict does; nothing changes until the result is committed.
+  io::StagedLoad stage_state_dict(const io::StateDict& sd);
 
   // Where found_inf flags are reduced across processes before any decision (the
   // distributed layer installs an all-reduce(max) here). Called once per
@@ -118,6 +126,8 @@ class GradScaler {
   Tensor iteration_flag(PerOptimizer& e);
   // Acts on floor hits not yet seen (a host read of the counter).
   void check_floor() const;
+  // Writes a checked state into the scaler's tensors.
+  void apply_state(const ScalerState& s);
 
   GradScalerOptions options_;
   Tensor scale_;               // float32 [1]

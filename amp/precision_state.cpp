@@ -62,18 +62,17 @@ void save_training_checkpoint(const std::string& path, const nn::Module& model, 
 
 ResumeReport load_training_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer,
                                       GradScaler& scaler, optim::WarmupCosine* schedule, bool quiet) {
-  // Check the parts this function needs before anything is restored.
+  // Every part is checked before anything is restored (Note [State loads]).
   const io::CheckpointParts parts = io::load_checkpoint_parts(path);
-  const io::StateDict& scaler_part = io::checkpoint_part(parts, "scaler");
   const io::StateDict& precision = io::checkpoint_part(parts, "precision");
   auto fp = precision.metadata.find(kFingerprintKey);
   MIXT_CHECK(fp != precision.metadata.end(), "load_training_checkpoint", "{}: the precision part has no fingerprint", path);
+  io::StagedLoad staged = io::stage_checkpoint(parts, model, optimizer, schedule);
+  staged.add(scaler.stage_state_dict(io::checkpoint_part(parts, "scaler")));
+  staged.commit();
   ResumeReport report;
   report.saved_fingerprint = fp->second;
-  io::CheckpointParts rest = io::load_checkpoint(path, model, optimizer, schedule);
-  scaler.load_state_dict(scaler_part);
-  for (auto& p : rest)
-    if (p.first != "scaler" && p.first != "precision") report.extra.push_back(std::move(p));
+  report.extra = io::other_parts(parts, {"model", "optim", "schedule", "scaler", "precision"});
   const std::string now = precision_fingerprint();
   report.policy_matches = now == report.saved_fingerprint;
   if (!report.policy_matches && !quiet)

@@ -28,9 +28,10 @@ struct ResumeReport {
 void save_training_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
                               const GradScaler& scaler, const optim::WarmupCosine* schedule = nullptr,
                               const io::CheckpointParts& extra = {});
-// Restores what save_training_checkpoint wrote into existing objects. When the
-// saved fingerprint differs from the current one it prints a warning to stderr
-// (unless `quiet`) and reports it.
+// Restores what save_training_checkpoint wrote into existing objects. Every part is
+// checked against its object first: a refused load changes nothing. When the saved
+// fingerprint differs from the current one it prints a warning to stderr (unless
+// `quiet`) and reports it.
 ResumeReport load_training_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer,
                                       GradScaler& scaler, optim::WarmupCosine* schedule = nullptr, bool quiet = false);
 

@@ -7,6 +7,7 @@
 #include <mixt/autocast/autocast.h>
 #include <mixt/runtime/autograd/autograd.h>
 #include <mixt/runtime/check.h>
+#include <mixt/runtime/cuda.h>
 
 namespace mixt {
 namespace detail {
@@ -62,6 +63,15 @@ void ensure_kernels_registered() {
     if (!names.empty()) names += ", ";
     names += dispatch_key_name(static_cast<DispatchKey>(k));
   }
+  // A CUDA tensor or factory without a usable GPU: say why, not which kernel is missing.
+  // (A redispatch passes only the keys the op has kernels for: look at the inputs too.)
+  bool on_cuda = keys.has(DispatchKey::CUDA);
+  for (int i = 0; i < call.n_in; ++i) on_cuda = on_cuda || (call.in[i].defined() && call.in[i].is_cuda());
+  for (const Tensor& t : call.list) on_cuda = on_cuda || (t.defined() && t.is_cuda());
+  if (on_cuda && !cuda::is_available())
+    throw Error(std::string(op_name(call.op)),
+                fmt::format("CUDA is not available: {} (dispatch keys {{{}}})", cuda::unavailable_reason(), names),
+                call.describe_inputs());
   throw Error(std::string(op_name(call.op)),
               fmt::format("no kernel for dispatch keys {{{}}}: this op is not implemented there "
                           "(docs/op_support.md lists what is)",

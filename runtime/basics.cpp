@@ -226,13 +226,21 @@ Device::Device(std::string_view spec) {
         ok = ok && c >= '0' && c <= '9';
         idx = idx * 10 + (c - '0');
       }
-      if (ok && idx < 128) {
+      if (ok && idx <= kMaxCudaIndex) {
         *this = cuda(idx);
         return;
       }
     }
   }
-  MIXT_FAIL("Device", "cannot parse device '{}' (expected cpu, cuda or cuda:N)", spec);
+  MIXT_FAIL("Device", "cannot parse device '{}' (expected cpu, cuda or cuda:N with 0 <= N <= {})", spec,
+            kMaxCudaIndex);
+}
+
+void Device::throw_bad_index(DeviceType type, int index) {
+  if (type == DeviceType::CPU) MIXT_FAIL("Device", "invalid CPU device index {} (the CPU is device 0)", index);
+  if (type == DeviceType::CUDA)
+    MIXT_FAIL("Device", "invalid CUDA device index {} (must be in [0, {}])", index, kMaxCudaIndex);
+  MIXT_FAIL("Device", "invalid device type {}", static_cast<int>(type));
 }
 
 std::string Device::str() const {
@@ -259,6 +267,10 @@ std::string Scalar::str() const {
     case Kind::None: break;
   }
   return "none";
+}
+
+void Scalar::throw_overflow(const char* type) const {
+  MIXT_FAIL("Scalar", "value cannot be converted to type {} without overflow (value {})", type, str());
 }
 
 // ---- dtype names -----------------------------------------------------------

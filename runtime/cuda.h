@@ -10,7 +10,8 @@ namespace mixt::cuda {
 bool is_available();
 // Number of usable GPUs (0 when unavailable).
 int device_count();
-// Why CUDA is unavailable ("" when it is available).
+// Why CUDA is unavailable ("" when it is available): no CUDA backend in this build, no
+// CUDA device found, or a driver error (with the driver's message).
 std::string unavailable_reason();
 // Waits for all work queued on the current device (no-op when unavailable).
 void synchronize();

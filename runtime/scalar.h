@@ -1,9 +1,12 @@
 // Scalar: a bool, integer or floating value (or none), as passed to ops.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "dtype.h"
 
@@ -32,16 +35,32 @@ class Scalar {
 
   // The value as a double (bools as 0/1).
   constexpr double to_double() const { return kind_ == Kind::Float ? d_ : static_cast<double>(i_); }
-  // The value as int64 (floats truncated).
-  constexpr int64_t to_int() const { return kind_ == Kind::Float ? static_cast<int64_t>(d_) : i_; }
+  // The value as int64 (floats truncated); raises mixt::Error for NaN, Inf and values
+  // outside int64's range. See Note [Scalar conversions].
+  int64_t to_int() const { return to<int64_t>(); }
   constexpr bool to_bool() const { return kind_ == Kind::Float ? d_ != 0.0 : i_ != 0; }
-  // The value converted to C++ type T (a dtype's storage type or a builtin).
+  // The value converted to C++ type T (a dtype's storage type or a builtin). Integer
+  // targets are checked: floats truncate toward zero, and NaN, Inf or a value outside
+  // T's range raises mixt::Error ("value cannot be converted to type int32 without
+  // overflow"). Floating targets round as IEEE casts do (out of range: +-Inf). See
+  // Note [Scalar conversions].
   template <class T>
   T to() const {
-    if constexpr (std::is_same_v<T, bool>) return to_bool();
-    else if constexpr (std::is_integral_v<T>) return static_cast<T>(kind_ == Kind::Float ? static_cast<T>(d_) : static_cast<T>(i_));
-    else if constexpr (std::is_floating_point_v<T>) return static_cast<T>(to_double());
-    else return T(static_cast<float>(to_double()));
+    if constexpr (std::is_same_v<T, bool>) {
+      return to_bool();
+    } else if constexpr (std::is_integral_v<T>) {
+      if (kind_ == Kind::Float) {
+        const double t = std::trunc(d_);  // NaN stays NaN and fails both comparisons
+        if (!(t >= min_of<T>() && t < max_of<T>())) throw_overflow(integral_name<T>());
+        return static_cast<T>(t);
+      }
+      if (!std::in_range<T>(i_)) throw_overflow(integral_name<T>());
+      return static_cast<T>(i_);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return kind_ == Kind::Float ? static_cast<T>(d_) : static_cast<T>(i_);
+    } else {
+      return T(kind_ == Kind::Float ? static_cast<float>(d_) : static_cast<float>(i_));
+    }
   }
   // The dtype a tensor made from this scalar gets: bool, int64 or float32
   // (`default_float`), as PyTorch does.
@@ -50,6 +69,31 @@ class Scalar {
   std::string str() const;
 
  private:
+  // Raises mixt::Error: this value does not fit integer type `type`.
+  [[noreturn]] void throw_overflow(const char* type) const;
+  // T's lowest value and one past its highest, as doubles (exact: powers of two).
+  template <class T>
+  static constexpr double min_of() {
+    return std::numeric_limits<T>::is_signed ? -max_of<T>() : 0.0;
+  }
+  template <class T>
+  static constexpr double max_of() {
+    double v = 1.0;
+    for (int i = 0; i < std::numeric_limits<T>::digits; ++i) v *= 2.0;
+    return v;
+  }
+  // "int32", "uint8", ... (the dtype names of mixt's integer types).
+  template <class T>
+  static constexpr const char* integral_name() {
+    constexpr bool s = std::is_signed_v<T>;
+    switch (sizeof(T)) {
+      case 1: return s ? "int8" : "uint8";
+      case 2: return s ? "int16" : "uint16";
+      case 4: return s ? "int32" : "uint32";
+      default: return s ? "int64" : "uint64";
+    }
+  }
+
   union {
     int64_t i_ = 0;
     double d_;

@@ -14,12 +14,6 @@
 namespace mixt::cpu {
 namespace {
 
-// `s` converted to storage type T (floats truncate into integers, as convert<> does).
-template <class T>
-T scalar_as(const Scalar& s) {
-  return s.is_floating() ? convert<T>(s.to_double()) : convert<T>(s.to_int());
-}
-
 // Fills every element of `t` (any strides, no internal overlap) with the bits of one U.
 template <class U>
 void fill_as(const Tensor& t, const void* value) {
@@ -38,13 +32,14 @@ void fill_as(const Tensor& t, const void* value) {
   });
 }
 
-// Fills `t` with `value` converted to its dtype.
+// Fills `t` with `value` converted to its dtype (floats truncate into integers; a value
+// outside an integer dtype's range raises: Note [Scalar conversions]).
 void fill_value(const Tensor& t, const Scalar& value) {
   if (t.numel() == 0) return;
   alignas(8) unsigned char bytes[8];
   visit_dtype(t.dtype(), "fill_", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T v = scalar_as<T>(value);
+    const T v = value.to<T>();
     std::memcpy(bytes, &v, sizeof(T));
   });
   switch (t.element_size()) {

@@ -32,12 +32,13 @@ void visit_size(int64_t size, F&& f) {
   }
 }
 
-// The storage bytes of `value` converted to `dtype` (floats truncate into integers).
+// The storage bytes of `value` converted to `dtype` (floats truncate into integers; out of
+// an integer type's range raises: Note [Scalar conversions]).
 uint64_t value_bits(const Scalar& value, ScalarType dtype, const char* op) {
   uint64_t bits = 0;
   visit_dtype(dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T v = value.is_floating() ? convert<T>(value.to_double()) : convert<T>(value.to_int());
+    const T v = value.to<T>();
     std::memcpy(&bits, &v, sizeof(T));
   });
   return bits;

@@ -1,5 +1,6 @@
 // CUDA discovery (runtime/cuda.h), the CUDA allocator, and the host helpers of
-// kernels/cuda/host.h. Any error while counting devices means "unavailable".
+// kernels/cuda/host.h. Any error while counting devices means "unavailable"; the
+// reason says which: no device, or a driver error.
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -32,8 +33,11 @@ const Discovery& discovery() {
     const cudaError_t err = cudaGetDeviceCount(&n);
     if (err != cudaSuccess) {
       cudaGetLastError();  // clear it: later launches must not report it
-      d.reason = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorName(err) + " (" +
-                 cudaGetErrorString(err) + ")";
+      const std::string detail = std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err);
+      d.reason = err == cudaErrorNoDevice ? "no CUDA device found (" + detail + ")"
+                 : err == cudaErrorInsufficientDriver
+                     ? "driver error: the NVIDIA driver is missing or older than this CUDA runtime (" + detail + ")"
+                     : "driver error: cudaGetDeviceCount failed (" + detail + ")";
     } else if (n <= 0) {
       d.reason = "no CUDA device found";
     } else {
@@ -60,7 +64,8 @@ class CudaAllocator final : public Allocator {
   DataPtr allocate(size_t nbytes, Device device) override {
     MIXT_CHECK(device.is_cuda() && device.index() >= 0 && device.index() < device_count(), "allocate",
                "cannot allocate on {}: {}", device,
-               is_available() ? fmt::format("{} CUDA device(s) present", device_count()) : unavailable_reason());
+               is_available() ? fmt::format("{} CUDA device(s) present", device_count())
+                              : "CUDA is not available: " + unavailable_reason());
     if (nbytes == 0) return {};
     DeviceGuard guard(device.index(), "allocate");
     void* p = nullptr;
@@ -97,6 +102,7 @@ void check(cudaError_t err, const char* op) {
 }
 
 DeviceGuard::DeviceGuard(int index, const char* op) {
+  MIXT_CHECK(is_available(), op, "CUDA is not available: {}", unavailable_reason());
   int current = -1;
   check(cudaGetDevice(&current), op);
   if (current != index) {

@@ -1,11 +1,10 @@
 // Factories and fills on CUDA: empty, full and fill_. Values convert as on the
-// CPU (kernels/cpu/factory.cpp: floats through convert<T>(double), integers
-// through convert<T>(int64)); zero-bit fills of dense tensors use cudaMemsetAsync.
+// CPU (Scalar::to<T>: a value outside an integer dtype's range raises, Note
+// [Scalar conversions]); zero-bit fills of dense tensors use cudaMemsetAsync.
 #include <cstring>
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
-#include <mixt/kernels/common/convert.h>
 #include <mixt/kernels/cuda/host.h>
 #include <mixt/kernels/cuda/register.h>
 #include <mixt/runtime/dtype_visit.h>
@@ -17,7 +16,7 @@ namespace {
 uint64_t value_bits(ScalarType dtype, const Scalar& value) {
   return visit_dtype(dtype, "fill_", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T v = value.is_floating() ? convert<T>(value.to_double()) : convert<T>(value.to_int());
+    const T v = value.to<T>();
     uint64_t bits = 0;
     std::memcpy(&bits, &v, sizeof v);
     return bits;

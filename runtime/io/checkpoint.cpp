@@ -1,5 +1,7 @@
 #include <mixt/runtime/io/checkpoint.h>
 
+#include <algorithm>
+
 #include <mixt/runtime/check.h>
 #include <mixt/runtime/io/safetensors.h>
 #include <mixt/runtime/nn/module.h>
@@ -30,11 +32,15 @@ CheckpointParts load_checkpoint_parts(const std::string& path) {
   MIXT_CHECK(it != all.metadata.end(), "load_checkpoint", "{} is a safetensors file but not a mixt checkpoint ({} missing)",
              path, kPartsKey);
   CheckpointParts parts;
-  std::string names = it->second;
+  const std::string& names = it->second;
   size_t start = 0;
-  while (start <= names.size() && !names.empty()) {
+  while (!names.empty()) {
     const size_t comma = names.find(',', start);
     const std::string name = names.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    MIXT_CHECK(!name.empty() && name.find('.') == std::string::npos, "load_checkpoint",
+               "{}: malformed part list '{}'", path, names);
+    for (const auto& [n, part] : parts)
+      MIXT_CHECK(n != name, "load_checkpoint", "{}: part '{}' is listed twice", path, name);
     parts.emplace_back(name, all.extract(name + "."));
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -56,16 +62,27 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const opt
   save_checkpoint(path, parts);
 }
 
+CheckpointParts other_parts(const CheckpointParts& parts, std::initializer_list<std::string_view> taken) {
+  CheckpointParts out;
+  for (const auto& p : parts)
+    if (std::find(taken.begin(), taken.end(), p.first) == taken.end()) out.push_back(p);
+  return out;
+}
+
+StagedLoad stage_checkpoint(const CheckpointParts& parts, nn::Module& model, optim::Optimizer& optimizer,
+                            optim::WarmupCosine* schedule) {
+  StagedLoad staged = model.stage_state_dict(checkpoint_part(parts, "model"));
+  staged.add(optimizer.stage_state_dict(checkpoint_part(parts, "optim")));
+  // After the optimizer: the schedule sets the lrs of its step.
+  if (schedule) staged.add(schedule->stage_state_dict(checkpoint_part(parts, "schedule")));
+  return staged;
+}
+
 CheckpointParts load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer,
                                 optim::WarmupCosine* schedule) {
-  CheckpointParts parts = load_checkpoint_parts(path);
-  model.load_state_dict(checkpoint_part(parts, "model"));
-  optimizer.load_state_dict(checkpoint_part(parts, "optim"));
-  if (schedule) schedule->load_state_dict(checkpoint_part(parts, "schedule"));
-  CheckpointParts extra;
-  for (auto& p : parts)
-    if (p.first != "model" && p.first != "optim" && p.first != "schedule") extra.push_back(std::move(p));
-  return extra;
+  const CheckpointParts parts = load_checkpoint_parts(path);
+  stage_checkpoint(parts, model, optimizer, schedule).commit();
+  return other_parts(parts, {"model", "optim", "schedule"});
 }
 
 }  // namespace mixt::io

@@ -3,11 +3,14 @@
 // are stored under its name ("model.layers.0.weight", "optim.state.3.exp_avg").
 #pragma once
 
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include <mixt/runtime/io/state_dict.h>
+#include <mixt/runtime/io/state_load.h>
 
 namespace mixt::nn {
 class Module;
@@ -28,12 +31,20 @@ void save_checkpoint(const std::string& path, const CheckpointParts& parts);
 CheckpointParts load_checkpoint_parts(const std::string& path);
 // The part called `name` of a loaded checkpoint; throws mixt::Error when absent.
 const StateDict& checkpoint_part(const CheckpointParts& parts, const std::string& name);
+// The parts whose names are not in `taken` (what a loader hands back to its caller).
+CheckpointParts other_parts(const CheckpointParts& parts, std::initializer_list<std::string_view> taken);
 
 // Saves a model and its optimizer (and optionally a schedule and extra parts).
 void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
                      const optim::WarmupCosine* schedule = nullptr, const CheckpointParts& extra = {});
 // Restores what save_checkpoint wrote into existing objects; returns the extra parts.
+// Every part is checked against its object before any is restored: a refused load
+// (a part missing or not fitting) changes nothing. See Note [State loads].
 CheckpointParts load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer,
                                 optim::WarmupCosine* schedule = nullptr);
+// Checks the "model", "optim" and (when `schedule` is given) "schedule" parts against
+// the objects and prepares their restoration; nothing changes until it is committed.
+StagedLoad stage_checkpoint(const CheckpointParts& parts, nn::Module& model, optim::Optimizer& optimizer,
+                            optim::WarmupCosine* schedule = nullptr);
 
 }  // namespace mixt::io

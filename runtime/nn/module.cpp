@@ -2,6 +2,8 @@
 #include <mixt/runtime/nn/module.h>
 
 #include <ostream>
+#include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <mixt/runtime/autograd/grad_mode.h>
@@ -161,30 +163,42 @@ io::StateDict Module::state_dict() const {
   return sd;
 }
 
-void Module::load_state_dict(const io::StateDict& sd, bool strict) {
+void Module::load_state_dict(const io::StateDict& sd, bool strict) { stage_state_dict(sd, strict).commit(); }
+
+io::StagedLoad Module::stage_state_dict(const io::StateDict& sd, bool strict) {
   const io::StateDict mine = state_dict();
   std::string errors;
   auto problem = [&](const std::string& text) { errors += "\n  " + text; };
-  std::unordered_set<std::string> expected;
+  std::unordered_map<std::string_view, const Tensor*> given;
+  for (const auto& [key, t] : sd.tensors)
+    if (!given.emplace(key, &t).second) problem(fmt::format("duplicate key '{}'", key));
+  std::vector<std::pair<Tensor, Tensor>> copies;  // (destination, source)
+  std::unordered_set<std::string_view> expected;
   for (const auto& [key, t] : mine.tensors) {
     expected.insert(key);
-    const Tensor* src = sd.find(key);
-    if (src == nullptr) {
+    auto it = given.find(key);
+    if (it == given.end()) {
       if (strict) problem(fmt::format("missing key '{}' (expected {})", key, t.describe()));
-    } else if (!src->defined()) {
+      continue;
+    }
+    const Tensor& src = *it->second;
+    if (!src.defined()) {
       problem(fmt::format("key '{}' holds an undefined tensor (expected {})", key, t.describe()));
-    } else if (src->sizes() != t.sizes() || src->dtype() != t.dtype()) {
-      problem(fmt::format("size/dtype mismatch for '{}': {}{} in the state dict, {}{} in the model", key, src->dtype(),
-                          src->sizes(), t.dtype(), t.sizes()));
+    } else if (src.sizes() != t.sizes() || src.dtype() != t.dtype()) {
+      problem(fmt::format("size/dtype mismatch for '{}': {}{} in the state dict, {}{} in the model", key, src.dtype(),
+                          src.sizes(), t.dtype(), t.sizes()));
+    } else {
+      copies.emplace_back(t, src);
     }
   }
   if (strict)
     for (const auto& [key, t] : sd.tensors)
-      if (!expected.count(key)) problem(fmt::format("unexpected key '{}' ({})", key, t.describe()));
+      if (!expected.count(key)) problem(fmt::format("unexpected key '{}' ({})", key, t.defined() ? t.describe() : "undefined"));
   MIXT_CHECK(errors.empty(), "Module.load_state_dict", "error(s) in loading the state dict of {}:{}", name(), errors);
-  autograd::NoGradGuard no_grad;
-  for (const auto& [key, t] : mine.tensors)
-    if (const Tensor* src = sd.find(key)) Tensor(t).copy_(*src);
+  return io::StagedLoad([copies = std::move(copies)] {
+    autograd::NoGradGuard no_grad;
+    for (const auto& [dst, src] : copies) Tensor(dst).copy_(src);
+  });
 }
 
 // ---- forward and printing ------------------------------------------------------

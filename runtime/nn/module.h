@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <mixt/runtime/io/state_dict.h>
+#include <mixt/runtime/io/state_load.h>
 #include <mixt/runtime/tensor.h>
 
 namespace mixt::nn {
@@ -92,8 +93,11 @@ class Module {
   // under dotted names. The tensors alias the module's (detached).
   io::StateDict state_dict() const;
   // Copies `sd` into the existing tensors (no autograd). Nothing is copied when an
-  // entry mismatches in shape or dtype, or (strict) a key is missing or unexpected.
+  // entry mismatches in shape or dtype, a key appears twice, or (strict) a key is
+  // missing or unexpected: the error lists every problem.
   void load_state_dict(const io::StateDict& sd, bool strict = true);
+  // Checks `sd` as load_state_dict does; nothing changes until the result is committed.
+  io::StagedLoad stage_state_dict(const io::StateDict& sd, bool strict = true);
 
   // ---- forward and printing ----
   // The computation of the module (raises unless the module defines one).

@@ -9,11 +9,12 @@
 namespace mixt::optim {
 namespace {
 
-const AdamOptions& checked(const std::string& name, const AdamOptions& o) {
+// The constructor's rules for Adam's own hyperparameters (`op` names the caller).
+const AdamOptions& checked(const std::string& op, const AdamOptions& o) {
   for (double beta : o.betas)
-    MIXT_CHECK(beta >= 0.0 && beta < 1.0, name, "invalid betas ({}, {}): each must be in [0, 1)", o.betas[0],
+    MIXT_CHECK(beta >= 0.0 && beta < 1.0, op, "invalid betas ({}, {}): each must be in [0, 1)", o.betas[0],
                o.betas[1]);
-  MIXT_CHECK(o.eps >= 0.0, name, "invalid eps: {} (must be >= 0)", o.eps);
+  MIXT_CHECK(std::isfinite(o.eps) && o.eps >= 0.0, op, "invalid eps: {} (must be finite and >= 0)", o.eps);
   return o;
 }
 
@@ -76,11 +77,19 @@ bool Adam::fused_update(const ParamGroup& group, std::span<ParamState* const> st
   return true;
 }
 
-std::vector<std::pair<std::string, Optimizer::OptionRef>> Adam::hyperparameters() {
-  return {{"beta1", &options_.betas[0]},
-          {"beta2", &options_.betas[1]},
-          {"eps", &options_.eps},
-          {"amsgrad", &options_.amsgrad}};
+Optimizer::OptionFields Adam::fields(AdamOptions& o) {
+  return {{"beta1", &o.betas[0]}, {"beta2", &o.betas[1]}, {"eps", &o.eps}, {"amsgrad", &o.amsgrad}};
+}
+
+Optimizer::OptionFields Adam::hyperparameters() { return fields(options_); }
+
+Optimizer::StagedOptions Adam::stage_options(const io::StateDict& sd, const std::string& op) {
+  AdamOptions o = options_;
+  read_options(sd, fields(o), op);
+  checked(op, o);
+  std::vector<std::string> state = {"exp_avg", "exp_avg_sq", "step"};
+  if (o.amsgrad) state.push_back("max_exp_avg_sq");
+  return {[this, o] { options_ = o; }, std::move(state)};
 }
 
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : AdamW(single_group(std::move(params)), options) {}

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <unordered_set>
 
 #include <mixt/runtime/autograd/grad_mode.h>
@@ -16,44 +15,53 @@
 namespace mixt::optim {
 namespace {
 
-constexpr const char* kLoad = "Optimizer.load_state_dict";
-
 // The dtype updates compute in: the parameter's for float32/float64, else float32.
 ScalarType working_dtype(ScalarType t) { return t == kFloat64 ? kFloat64 : kFloat32; }
 
-// Metadata value `key` (raises when absent).
-const std::string& meta(const io::StateDict& sd, const std::string& key) {
-  auto it = sd.metadata.find(key);
-  MIXT_CHECK(it != sd.metadata.end(), kLoad, "the state dict has no '{}' entry", key);
-  return it->second;
+// The largest step count a float64 "step" state holds exactly.
+constexpr int64_t kMaxSteps = int64_t{1} << 53;
+
+// "a, b, c" ("none" when empty).
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
 }
 
-// The whole of `text` as an integer (raises naming `key` otherwise).
-int64_t parse_int(const std::string& key, std::string_view text) {
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  MIXT_CHECK(ec == std::errc() && end == text.data() + text.size(), kLoad, "'{}': '{}' is not an integer", key, text);
-  return v;
-}
-
-double parse_double(const std::string& key, const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  MIXT_CHECK(!text.empty() && end == text.c_str() + text.size(), kLoad, "'{}': '{}' is not a number", key, text);
-  return v;
-}
-
-// Checks a learning rate or weight decay.
-void check_setting(const std::string& optimizer, const char* what, double v) {
-  MIXT_CHECK(v >= 0.0, optimizer, "invalid {}: {} (must be >= 0)", what, v);
+// "state.<index>.<name>" -> (index, name): the index names one of `num_params`
+// parameters, the name one of `names` (raises as `op` otherwise).
+std::pair<size_t, std::string> parse_state_key(const std::string& key, size_t num_params,
+                                               const std::vector<std::string>& names, const std::string& op) {
+  MIXT_CHECK(key.starts_with("state."), op, "unexpected tensor '{}' in an optimizer state dict", key);
+  const size_t dot = key.find('.', 6);
+  MIXT_CHECK(dot != std::string::npos, op, "malformed state key '{}'", key);
+  int64_t i = -1;
+  const char* first = key.data() + 6;
+  auto [end, ec] = std::from_chars(first, key.data() + dot, i);
+  MIXT_CHECK(ec == std::errc() && end == key.data() + dot && end != first, op, "malformed state key '{}'", key);
+  MIXT_CHECK(i >= 0 && i < static_cast<int64_t>(num_params), op,
+             "state key '{}' names parameter {}, but the optimizer has {}", key, i, num_params);
+  std::string name = key.substr(dot + 1);
+  MIXT_CHECK(std::find(names.begin(), names.end(), name) != names.end(), op,
+             "'{}': this optimizer keeps no state named '{}' (its state: {})", key, name, joined(names));
+  return {static_cast<size_t>(i), std::move(name)};
 }
 
 }  // namespace
 
+void Optimizer::check_lr(const std::string& op, double lr) {
+  MIXT_CHECK(std::isfinite(lr) && lr >= 0.0, op, "invalid learning rate: {} (must be finite and >= 0)", lr);
+}
+
+void Optimizer::check_weight_decay(const std::string& op, double weight_decay) {
+  MIXT_CHECK(std::isfinite(weight_decay) && weight_decay >= 0.0, op,
+             "invalid weight decay: {} (must be finite and >= 0)", weight_decay);
+}
+
 Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups, double default_lr, double default_weight_decay)
     : name_(std::move(name)), default_lr_(default_lr), default_weight_decay_(default_weight_decay) {
-  check_setting(name_, "learning rate", default_lr);
-  check_setting(name_, "weight decay", default_weight_decay);
+  check_lr(name_, default_lr);
+  check_weight_decay(name_, default_weight_decay);
   size_t total = 0;
   for (const ParamGroup& g : groups) total += g.params.size();
   MIXT_CHECK(total > 0, name_, "got an empty parameter list");
@@ -63,8 +71,8 @@ Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups, double de
 void Optimizer::add_param_group(ParamGroup group) {
   group.lr = group.lr.value_or(default_lr_);
   group.weight_decay = group.weight_decay.value_or(default_weight_decay_);
-  check_setting(name_, "learning rate", *group.lr);
-  check_setting(name_, "weight decay", *group.weight_decay);
+  check_lr(name_, *group.lr);
+  check_weight_decay(name_, *group.weight_decay);
   std::unordered_set<const TensorImpl*> seen;
   for (const ParamGroup& g : groups_)
     for (const Tensor& p : g.params) seen.insert(p.impl());
@@ -164,7 +172,7 @@ void Optimizer::set_lr(double lr) {
 
 void Optimizer::set_lr(size_t group, double lr) {
   MIXT_CHECK(group < groups_.size(), name_, "group {} does not exist ({} groups)", group, groups_.size());
-  check_setting(name_, "learning rate", lr);
+  check_lr(name_, lr);
   groups_[group].lr = lr;
 }
 
@@ -222,69 +230,79 @@ io::StateDict Optimizer::state_dict() const {
   return sd;
 }
 
-void Optimizer::load_state_dict(const io::StateDict& sd) {
-  MIXT_CHECK(meta(sd, "type") == name_, kLoad, "the state dict is from a {} optimizer, this is {}", meta(sd, "type"),
-             name_);
-  const int64_t num_groups = parse_int("param_groups", meta(sd, "param_groups"));
-  MIXT_CHECK(num_groups == static_cast<int64_t>(groups_.size()), kLoad,
+void Optimizer::read_options(const io::StateDict& sd, const OptionFields& fields, const std::string& op) {
+  for (const auto& [key, ref] : fields) {
+    if (double* const* d = std::get_if<double*>(&ref))
+      **d = io::meta_double(sd, "options." + key, op.c_str());
+    else
+      *std::get<bool*>(ref) = io::meta_bool(sd, "options." + key, op.c_str());
+  }
+}
+
+void Optimizer::load_state_dict(const io::StateDict& sd) { stage_state_dict(sd).commit(); }
+
+io::StagedLoad Optimizer::stage_state_dict(const io::StateDict& sd) {
+  const std::string op = name_ + ".load_state_dict";
+  const char* const c_op = op.c_str();
+  const std::string& type = io::meta_text(sd, "type", c_op);
+  MIXT_CHECK(type == name_, op, "the state dict is from a {} optimizer, this is {}", type, name_);
+  const int64_t num_groups = io::meta_int(sd, "param_groups", c_op);
+  MIXT_CHECK(num_groups == static_cast<int64_t>(groups_.size()), op,
              "the state dict has {} parameter groups, the {} optimizer has {}", num_groups, name_, groups_.size());
-  // Parse and check everything first; `commit` applies it once nothing can fail.
-  std::vector<std::function<void()>> commit;
+  const int64_t steps = io::meta_int(sd, "step_count", c_op);
+  MIXT_CHECK(steps >= 0, op, "'step_count' must be >= 0, got {}", steps);
+  std::unordered_set<std::string> known = {"type", "param_groups", "step_count"};
+  std::vector<std::pair<double, double>> settings;  // (lr, weight decay) per group
   std::vector<const Tensor*> params;
   for (size_t g = 0; g < groups_.size(); ++g) {
     const std::string prefix = fmt::format("param_groups.{}.", g);
-    const int64_t n = parse_int(prefix + "params", meta(sd, prefix + "params"));
-    MIXT_CHECK(n == static_cast<int64_t>(groups_[g].params.size()), kLoad,
+    for (const char* k : {"params", "lr", "weight_decay"}) known.insert(prefix + k);
+    const int64_t n = io::meta_int(sd, prefix + "params", c_op);
+    MIXT_CHECK(n == static_cast<int64_t>(groups_[g].params.size()), op,
                "group {} has {} parameters in the state dict, {} in the optimizer", g, n, groups_[g].params.size());
     for (const Tensor& p : groups_[g].params) params.push_back(&p);
-    const double lr = parse_double(prefix + "lr", meta(sd, prefix + "lr"));
-    const double wd = parse_double(prefix + "weight_decay", meta(sd, prefix + "weight_decay"));
-    commit.emplace_back([this, g, lr, wd] {
-      groups_[g].lr = lr;
-      groups_[g].weight_decay = wd;
-    });
+    const double lr = io::meta_double(sd, prefix + "lr", c_op), wd = io::meta_double(sd, prefix + "weight_decay", c_op);
+    check_lr(op, lr);
+    check_weight_decay(op, wd);
+    settings.emplace_back(lr, wd);
   }
-  for (const auto& [key, ref] : hyperparameters()) {
-    const std::string& text = meta(sd, "options." + key);
-    if (auto* d = std::get_if<double*>(&ref)) {
-      commit.emplace_back([d = *d, v = parse_double(key, text)] { *d = v; });
-    } else {
-      MIXT_CHECK(text == "true" || text == "false", kLoad, "'options.{}': '{}' is not a bool", key, text);
-      commit.emplace_back([b = std::get<bool*>(ref), v = text == "true"] { *b = v; });
-    }
-  }
-  // "state.<index>.<name>" -> (index, name), checking the index.
-  auto split = [&](const std::string& key) {
-    const size_t dot = key.find('.', 6);
-    MIXT_CHECK(dot != std::string::npos, kLoad, "malformed state key '{}'", key);
-    const int64_t i = parse_int(key, std::string_view(key).substr(6, dot - 6));
-    MIXT_CHECK(i >= 0 && i < static_cast<int64_t>(params.size()), kLoad,
-               "state key '{}' names parameter {}, but the optimizer has {}", key, i, params.size());
-    return std::pair(static_cast<size_t>(i), key.substr(dot + 1));
-  };
+  StagedOptions options = stage_options(sd, op);
+  for (const auto& [key, ref] : hyperparameters()) known.insert("options." + key);
+  for (const auto& [key, value] : sd.metadata)
+    MIXT_CHECK(known.count(key), op, "unexpected entry '{}' in a {} state dict", key, name_);
+
+  io::check_unique_names(sd, c_op);
   std::vector<ParamState> state(params.size());
   for (const auto& [key, t] : sd.tensors) {
-    MIXT_CHECK(key.starts_with("state."), kLoad, "unexpected tensor '{}' in an optimizer state dict", key);
-    const auto [i, name] = split(key);
+    const auto [i, name] = parse_state_key(key, params.size(), options.state_names, op);
     const Tensor& p = *params[i];
-    if (name == "step") {  // the update counter: one float element
-      MIXT_CHECK(t.defined() && t.numel() == 1 && t.is_floating_point(), kLoad,
-                 "'{}' must be a one-element float tensor, got {}", key, t.defined() ? t.describe() : "undefined");
-      const double steps = t.item<double>();
-      MIXT_CHECK(std::isfinite(steps) && steps >= 0 && steps == std::floor(steps) && steps <= 9007199254740992.0, kLoad,
-                 "'{}' must count updates (an integer in [0, 2^53]), got {}", key, steps);
-      state[i].tensors[name] = t.to(p.device(), kFloat64).reshape({}).clone();
+    if (name == "step") {  // the update counter: one element, an exact integer
+      const int64_t n = io::tensor_count(t, kMaxSteps, c_op, key);
+      state[i].tensors[name] = full({}, static_cast<double>(n), {.dtype = kFloat64, .device = p.device()});
       continue;
     }
-    MIXT_CHECK(t.defined() && t.sizes() == p.sizes(), kLoad, "'{}' is {}, but parameter {} is {}", key, t.describe(), i,
-               p.describe());
+    MIXT_CHECK(t.defined() && t.is_floating_point() && t.sizes() == p.sizes(), op,
+               "'{}' is {}, but parameter {} is {} (state tensors are floating, of their parameter's shape)", key,
+               t.defined() ? t.describe() : "undefined", i, p.describe());
     Tensor copy = t.to(p.device(), working_dtype(p.dtype()));
     state[i].tensors[name] = copy.is_same(t) ? copy.clone() : copy;
   }
-  const int64_t steps = parse_int("step_count", meta(sd, "step_count"));
-  for (auto& f : commit) f();
-  state_ = std::move(state);
-  step_count_ = steps;
+  // A parameter has no state (never updated) or all of it.
+  for (size_t i = 0; i < state.size(); ++i) {
+    if (state[i].tensors.empty()) continue;
+    for (const std::string& name : options.state_names)
+      MIXT_CHECK(state[i].tensors.count(name), op, "the state of parameter {} has no '{}' (a {} parameter's state: {})",
+                 i, name, name_, joined(options.state_names));
+  }
+  return io::StagedLoad([this, settings, install = std::move(options.install), state = std::move(state), steps]() mutable {
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      groups_[g].lr = settings[g].first;
+      groups_[g].weight_decay = settings[g].second;
+    }
+    install();
+    state_ = std::move(state);
+    step_count_ = steps;
+  });
 }
 
 }  // namespace mixt::optim

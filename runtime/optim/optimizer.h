@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <mixt/runtime/io/state_dict.h>
+#include <mixt/runtime/io/state_load.h>
 #include <mixt/runtime/tensor.h>
 
 namespace mixt::optim {
@@ -63,8 +64,20 @@ class Optimizer {
   // group settings and hyperparameters. The tensors alias the live state.
   io::StateDict state_dict() const;
   // Restores a state_dict() of the same optimizer type over the same parameter
-  // counts and shapes (checked before anything changes); the state is copied.
+  // counts and shapes; the state is copied. Everything is checked before anything
+  // changes (Note [State loads]): every hyperparameter and group setting by the
+  // constructor's rules, step counts (integers in [0, 2^53]), state names (unknown or
+  // missing ones raise), state tensors (floating, of their parameter's shape; moved to
+  // its device and working dtype). A refused load changes nothing.
   void load_state_dict(const io::StateDict& sd);
+  // Checks `sd` as load_state_dict does and prepares its restoration; nothing changes
+  // until the result is committed (before this optimizer is changed otherwise).
+  io::StagedLoad stage_state_dict(const io::StateDict& sd);
+
+  // The rules of learning rates and weight decays (finite, >= 0) for constructors,
+  // set_lr, schedules and loads; `op` names the caller in the error.
+  static void check_lr(const std::string& op, double lr);
+  static void check_weight_decay(const std::string& op, double weight_decay);
 
  protected:
   // Per-parameter state: named tensors (the optimizer's buffers and its "step"
@@ -73,8 +86,14 @@ class Optimizer {
   struct ParamState {
     std::map<std::string, Tensor> tensors;
   };
-  // A hyperparameter field saved in the state dict.
+  // A hyperparameter field saved in the state dict, and the list of an optimizer's.
   using OptionRef = std::variant<double*, bool*>;
+  using OptionFields = std::vector<std::pair<std::string, OptionRef>>;
+  // Hyperparameters read from a state dict and checked, ready to install.
+  struct StagedOptions {
+    std::function<void()> install;         // makes them the optimizer's (cannot fail)
+    std::vector<std::string> state_names;  // the state tensors of a parameter updated under them
+  };
 
   Optimizer(std::string name, std::vector<ParamGroup> groups, double default_lr, double default_weight_decay);
   // One group holding every parameter (how the constructors taking a parameter list start).
@@ -92,8 +111,14 @@ class Optimizer {
                             std::span<const Tensor> params, std::span<const Tensor> grads, const Tensor& found_inf) {
     return false;
   }
-  // The optimizer's own hyperparameters (name, field), saved and restored by the state dict.
-  virtual std::vector<std::pair<std::string, OptionRef>> hyperparameters() = 0;
+  // The optimizer's own hyperparameters (name, field of the live options), saved by state_dict().
+  virtual OptionFields hyperparameters() = 0;
+  // Reads the hyperparameters of `sd` into a copy of the options (read_options), checks
+  // them with the constructor's rules (raising as `op`) and names the state they imply.
+  // Changes nothing.
+  virtual StagedOptions stage_options(const io::StateDict& sd, const std::string& op) = 0;
+  // Parses `sd`'s "options.<name>" entries into `fields` (each must be present).
+  static void read_options(const io::StateDict& sd, const OptionFields& fields, const std::string& op);
   // State tensor `key` converted to `like`'s dtype and device, or nullptr when absent.
   static Tensor* find_state(ParamState& state, const std::string& key, const Tensor& like);
   // State tensor `key`, created as zeros like `like` on first use.
@@ -139,9 +164,12 @@ class SGD : public Optimizer {
   void update(const ParamGroup& group, ParamState& state, Tensor& param, const Tensor& grad) override;
   bool fused_update(const ParamGroup& group, std::span<ParamState* const> states, std::span<const Tensor> params,
                     std::span<const Tensor> grads, const Tensor& found_inf) override;
-  std::vector<std::pair<std::string, OptionRef>> hyperparameters() override;
+  OptionFields hyperparameters() override;
+  StagedOptions stage_options(const io::StateDict& sd, const std::string& op) override;
 
  private:
+  // The saved fields of `o`.
+  static OptionFields fields(SGDOptions& o);
   SGDOptions options_;
 };
 
@@ -173,9 +201,12 @@ class Adam : public Optimizer {
   void update(const ParamGroup& group, ParamState& state, Tensor& param, const Tensor& grad) override;
   bool fused_update(const ParamGroup& group, std::span<ParamState* const> states, std::span<const Tensor> params,
                     std::span<const Tensor> grads, const Tensor& found_inf) override;
-  std::vector<std::pair<std::string, OptionRef>> hyperparameters() override;
+  OptionFields hyperparameters() override;
+  StagedOptions stage_options(const io::StateDict& sd, const std::string& op) override;
 
  private:
+  // The saved fields of `o`.
+  static OptionFields fields(AdamOptions& o);
   AdamOptions options_;
   bool decoupled_;
 };

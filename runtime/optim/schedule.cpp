@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <numbers>
 
 #include <mixt/runtime/check.h>
@@ -56,33 +55,32 @@ io::StateDict WarmupCosine::state_dict() const {
   return sd;
 }
 
-void WarmupCosine::load_state_dict(const io::StateDict& sd) {
+void WarmupCosine::load_state_dict(const io::StateDict& sd) { stage_state_dict(sd).commit(); }
+
+io::StagedLoad WarmupCosine::stage_state_dict(const io::StateDict& sd) {
   constexpr const char* kOp = "WarmupCosine.load_state_dict";
-  auto value = [&](const std::string& key) -> const std::string& {
-    auto it = sd.metadata.find(key);
-    MIXT_CHECK(it != sd.metadata.end(), kOp, "the state dict has no '{}'", key);
-    return it->second;
-  };
-  auto number = [&](const std::string& key) {
-    const std::string& text = value(key);
-    char* end = nullptr;
-    const double v = std::strtod(text.c_str(), &end);
-    MIXT_CHECK(!text.empty() && *end == '\0' && v >= 0, kOp, "invalid '{}': '{}'", key, text);
-    return v;
-  };
   const io::StateDict mine = state_dict();
-  for (const char* key : {"warmup_steps", "total_steps", "min_lr_ratio"})
-    MIXT_CHECK(value(key) == mine.metadata.at(key), kOp, "setting '{}' is {} in the state dict, {} here", key,
-               value(key), mine.metadata.at(key));
+  for (const char* key : {"warmup_steps", "total_steps", "min_lr_ratio"}) {
+    const std::string& saved = io::meta_text(sd, key, kOp);
+    MIXT_CHECK(saved == mine.metadata.at(key), kOp, "setting '{}' is {} in the state dict, {} here", key, saved,
+               mine.metadata.at(key));
+  }
+  for (const auto& [key, value] : sd.metadata)
+    MIXT_CHECK(mine.metadata.count(key), kOp, "unexpected entry '{}' (the schedule has {} parameter group(s))", key,
+               base_lrs_.size());
+  MIXT_CHECK(sd.tensors.empty(), kOp, "unexpected tensor '{}' (a schedule's state is metadata)", sd.tensors.front().first);
   std::vector<double> base(base_lrs_.size());
-  for (size_t g = 0; g < base.size(); ++g) base[g] = number(fmt::format("base_lr.{}", g));
-  MIXT_CHECK(!sd.metadata.count(fmt::format("base_lr.{}", base.size())), kOp,
-             "the state dict has more than the optimizer's {} groups", base.size());
-  const double step = number("step");
-  MIXT_CHECK(step == std::floor(step), kOp, "invalid 'step': {}", step);
-  step_ = static_cast<int64_t>(step);
-  base_lrs_ = std::move(base);
-  apply();
+  for (size_t g = 0; g < base.size(); ++g) {
+    base[g] = io::meta_double(sd, fmt::format("base_lr.{}", g), kOp);
+    Optimizer::check_lr(kOp, base[g]);
+  }
+  const int64_t step = io::meta_int(sd, "step", kOp);
+  MIXT_CHECK(step >= 0, kOp, "'step' must be >= 0, got {}", step);
+  return io::StagedLoad([this, step, base = std::move(base)] {
+    step_ = step;
+    base_lrs_ = base;
+    apply();
+  });
 }
 
 }  // namespace mixt::optim

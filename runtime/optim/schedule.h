@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <mixt/runtime/io/state_dict.h>
+#include <mixt/runtime/io/state_load.h>
 #include <mixt/runtime/optim/optimizer.h>
 
 namespace mixt::optim {
@@ -26,8 +27,11 @@ class WarmupCosine {
   // The step counter and settings, in metadata.
   io::StateDict state_dict() const;
   // Restores the step and base lrs of state_dict() (warmup, total and min ratio must
-  // match) and sets the lrs of that step.
+  // match; the step is an integer >= 0, each base lr follows the optimizer's rule) and
+  // sets the lrs of that step. A refused load changes nothing.
   void load_state_dict(const io::StateDict& sd);
+  // Checks `sd` as load_state_dict does; nothing changes until the result is committed.
+  io::StagedLoad stage_state_dict(const io::StateDict& sd);
 
  private:
   void apply();

@@ -1,4 +1,6 @@
 // SGD with momentum, dampening, weight decay and Nesterov momentum (torch.optim.SGD's rules).
+#include <cmath>
+
 #include <mixt/runtime/check.h>
 #include <mixt/runtime/ops.h>
 #include <mixt/runtime/optim/fused_step.h>
@@ -7,9 +9,12 @@
 namespace mixt::optim {
 namespace {
 
-const SGDOptions& checked(const SGDOptions& o) {
-  MIXT_CHECK(o.momentum >= 0.0, "SGD", "invalid momentum: {} (must be >= 0)", o.momentum);
-  MIXT_CHECK(!o.nesterov || (o.momentum > 0.0 && o.dampening == 0.0), "SGD",
+// The constructor's rules for SGD's own hyperparameters (`op` names the caller).
+const SGDOptions& checked(const std::string& op, const SGDOptions& o) {
+  MIXT_CHECK(std::isfinite(o.momentum) && o.momentum >= 0.0, op, "invalid momentum: {} (must be finite and >= 0)",
+             o.momentum);
+  MIXT_CHECK(std::isfinite(o.dampening), op, "invalid dampening: {} (must be finite)", o.dampening);
+  MIXT_CHECK(!o.nesterov || (o.momentum > 0.0 && o.dampening == 0.0), op,
              "Nesterov momentum requires a positive momentum and zero dampening (momentum={}, dampening={})",
              o.momentum, o.dampening);
   return o;
@@ -20,7 +25,7 @@ const SGDOptions& checked(const SGDOptions& o) {
 SGD::SGD(std::vector<Tensor> params, SGDOptions options) : SGD(single_group(std::move(params)), options) {}
 
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options)
-    : Optimizer("SGD", std::move(groups), options.lr, options.weight_decay), options_(checked(options)) {}
+    : Optimizer("SGD", std::move(groups), options.lr, options.weight_decay), options_(checked("SGD", options)) {}
 
 void SGD::update(const ParamGroup& group, ParamState& state, Tensor& param, const Tensor& grad) {
   Tensor d = grad;  // read only: may alias the parameter's .grad
@@ -53,8 +58,19 @@ bool SGD::fused_update(const ParamGroup& group, std::span<ParamState* const> sta
   return true;
 }
 
-std::vector<std::pair<std::string, Optimizer::OptionRef>> SGD::hyperparameters() {
-  return {{"momentum", &options_.momentum}, {"dampening", &options_.dampening}, {"nesterov", &options_.nesterov}};
+Optimizer::OptionFields SGD::fields(SGDOptions& o) {
+  return {{"momentum", &o.momentum}, {"dampening", &o.dampening}, {"nesterov", &o.nesterov}};
+}
+
+Optimizer::OptionFields SGD::hyperparameters() { return fields(options_); }
+
+Optimizer::StagedOptions SGD::stage_options(const io::StateDict& sd, const std::string& op) {
+  SGDOptions o = options_;
+  read_options(sd, fields(o), op);
+  checked(op, o);
+  std::vector<std::string> state;
+  if (o.momentum != 0.0) state = {"momentum_buffer", "step"};
+  return {[this, o] { options_ = o; }, std::move(state)};
 }
 
 }  // namespace mixt::optim

@@ -126,3 +126,22 @@ TEST_CASE("non-contiguous inputs give the same values as contiguous ones", "[bad
   CHECK(same(index_select(nc, 1, i64({5, 0})), index_select(c, 1, i64({5, 0}))));
   CHECK(same(nc.slice(1, 0, 6, 2).clone(), c.slice(1, 0, 6, 2).contiguous()));
 }
+
+TEST_CASE("CUDA work without a usable GPU says that CUDA is not available, and why", "[bad-input]") {
+  if (cuda::is_available()) {
+    WARN("a GPU is present: nothing to check");
+    return;
+  }
+  const std::string reason = cuda::unavailable_reason();
+  REQUIRE_FALSE(reason.empty());
+  // A factory and a copy reach the CUDA backend's entry (a kernel or the allocator).
+  CHECK_THROWS_WITH(zeros({2}, {.device = Device::cuda(0)}), Contains("CUDA is not available") && Contains(reason));
+  CHECK_THROWS_WITH(f32({2}).to(Device::cuda(0)), Contains("CUDA is not available") && Contains(reason));
+  if (!cuda::is_compiled()) {
+    CHECK_THAT(reason, Contains("no CUDA in this build"));
+    // An op on a tensor that claims to live on a GPU (the dispatcher finds no CUDA kernel).
+    std::vector<float> storage(4, 1.f);
+    CHECK_THROWS_WITH(exp(fake_cuda(storage)), Contains("exp") && Contains("CUDA is not available") &&
+                                                   Contains(reason));
+  }
+}

@@ -109,3 +109,80 @@ TEST_CASE("loading a wrong or damaged checkpoint raises", "[checkpoint]") {
   CHECK(r.model->parameters()[0].to_vector<float>() == before);
   std::remove(path.c_str());
 }
+
+namespace {
+
+// Every value a run restores from a checkpoint: parameters (bit patterns), optimizer
+// metadata and state, schedule step.
+struct Fingerprint {
+  std::vector<std::vector<float>> params;
+  io::StateDict opt;
+  int64_t schedule_step;
+  bool operator==(const Fingerprint& o) const {
+    if (params != o.params || opt.metadata != o.opt.metadata || schedule_step != o.schedule_step) return false;
+    if (opt.tensors.size() != o.opt.tensors.size()) return false;
+    for (size_t i = 0; i < opt.tensors.size(); ++i)
+      if (opt.tensors[i].first != o.opt.tensors[i].first ||
+          opt.tensors[i].second.to_vector<double>() != o.opt.tensors[i].second.to_vector<double>())
+        return false;
+    return true;
+  }
+};
+
+Fingerprint fingerprint(const Run& r) {
+  Fingerprint f;
+  for (const Tensor& p : r.model->parameters()) f.params.push_back(p.to_vector<float>());
+  f.opt = r.opt->state_dict();
+  for (auto& [n, t] : f.opt.tensors) t = t.clone();
+  f.schedule_step = r.schedule->current_step();
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("a checkpoint that does not fit changes nothing: every part is checked first", "[checkpoint]") {
+  const std::string path = temp_path("unfit");
+  Run r = make_run();
+  for (int64_t i = 0; i < 2; ++i) train_step(r, i);
+  const Fingerprint before = fingerprint(r);
+
+  // The same model, trained with another optimizer type: the model part fits, the optimizer part does not.
+  Run other = make_run();
+  optim::SGD sgd(other.model->parameters(), {.lr = 0.5, .momentum = 0.9});
+  for (Tensor p : other.model->parameters()) {
+    autograd::NoGradGuard ng;
+    p.fill_(0.25);
+  }
+  io::save_checkpoint(path, *other.model, sgd);
+  CHECK_THROWS_WITH(io::load_checkpoint(path, *r.model, *r.opt), Contains("SGD"));
+  CHECK(fingerprint(r) == before);
+
+  // The right optimizer, but the schedule part is missing.
+  io::save_checkpoint(path, *other.model, *other.opt);
+  CHECK_THROWS_WITH(io::load_checkpoint(path, *r.model, *r.opt, r.schedule.get()), Contains("no part 'schedule'"));
+  CHECK(fingerprint(r) == before);
+
+  // Every part present, the schedule's step corrupt (the last part checked).
+  io::StateDict schedule = other.schedule->state_dict();
+  schedule.metadata["step"] = "1e300";
+  io::save_checkpoint(path, io::CheckpointParts{{"model", other.model->state_dict()},
+                                                {"optim", other.opt->state_dict()},
+                                                {"schedule", schedule}});
+  CHECK_THROWS_WITH(io::load_checkpoint(path, *r.model, *r.opt, r.schedule.get()), Contains("'step'"));
+  CHECK(fingerprint(r) == before);
+
+  // An optimizer part whose moments are missing.
+  train_step(other, 0);
+  io::StateDict opt_part = other.opt->state_dict();
+  std::erase_if(opt_part.tensors, [](const auto& e) { return e.first == "state.0.exp_avg_sq"; });
+  io::save_checkpoint(path, io::CheckpointParts{{"model", other.model->state_dict()}, {"optim", opt_part}});
+  CHECK_THROWS_WITH(io::load_checkpoint(path, *r.model, *r.opt), Contains("no 'exp_avg_sq'"));
+  CHECK(fingerprint(r) == before);
+
+  // A part list naming a part twice is refused.
+  io::StateDict all = io::load_safetensors(path);
+  all.metadata["checkpoint.parts"] = "model,optim,model";
+  io::save_safetensors(path, all);
+  CHECK_THROWS_WITH(io::load_checkpoint_parts(path), Contains("listed twice"));
+  std::remove(path.c_str());
+}

@@ -57,8 +57,31 @@ TEST_CASE("full converts the value like a cast", "[creation]") {
   CHECK(full({2}, -2.7, of(kInt64)).to_vector<int64_t>() == std::vector<int64_t>{-2, -2});
   CHECK(full({1}, 0.5, of(kBool)).to_vector<bool>() == std::vector<bool>{true});
   CHECK(full({1}, 0, of(kBool)).to_vector<bool>() == std::vector<bool>{false});
-  CHECK(full({1}, 300, of(kUInt8)).to_vector<int64_t>() == std::vector<int64_t>{300 - 256});
+  CHECK(full({1}, 255, of(kUInt8)).to_vector<int64_t>() == std::vector<int64_t>{255});
+  CHECK(full({1}, -128, of(kInt8)).to_vector<int64_t>() == std::vector<int64_t>{-128});
+  CHECK(full({1}, -9.2233720368547758e18, of(kInt64)).to_vector<int64_t>()[0] == INT64_MIN);
+  CHECK(full({1}, 1e300, of(kFloat32)).to_vector<float>()[0] == INFINITY);  // floats round as casts do
   CHECK(full({1}, 1.0 / 3.0, of(kBFloat16)).to_vector<float>()[0] == static_cast<float>(BFloat16(1.0f / 3.0f)));
+}
+
+TEST_CASE("full and fills refuse values outside an integer dtype, as PyTorch does", "[creation]") {
+  const auto overflow = [](const char* type) {
+    return Catch::Contains(std::string("value cannot be converted to type ") + type + " without overflow");
+  };
+  CHECK_THROWS_WITH(full({2}, 1e300, of(kInt32)), overflow("int32"));
+  CHECK_THROWS_WITH(full({1}, -1, of(kUInt8)), overflow("uint8"));
+  CHECK_THROWS_WITH(full({1}, 256, of(kUInt8)), overflow("uint8"));
+  CHECK_THROWS_WITH(full({1}, 128, of(kInt8)), overflow("int8"));
+  CHECK_THROWS_WITH(full({1}, int64_t{1} << 31, of(kInt32)), overflow("int32"));
+  CHECK_THROWS_WITH(full({1}, kNan, of(kInt64)), overflow("int64"));
+  CHECK_THROWS_WITH(full({1}, -kInf, of(kInt64)), overflow("int64"));
+  CHECK_THROWS_WITH(full({1}, 9.2233720368547758e18, of(kInt64)), overflow("int64"));
+  CHECK_THROWS_WITH(scalar_tensor(1e10, of(kInt32)), overflow("int32"));
+  Tensor t = full({3}, 5, of(kInt32));
+  CHECK_THROWS_WITH(t.fill_(1e10), overflow("int32"));
+  CHECK_THROWS_WITH(masked_fill(t, ones({3}, of(kBool)), -1e10), overflow("int32"));
+  CHECK_THROWS_WITH(scatter(t, 0, from_vector(std::vector<int64_t>{1}), Scalar(kInf)), overflow("int32"));
+  CHECK(t.to_vector<int32_t>() == std::vector<int32_t>{5, 5, 5});
 }
 
 TEST_CASE("*_like factories copy shape, dtype and device", "[creation]") {

@@ -504,3 +504,99 @@ TEST_CASE("scaler state dicts round trip and bad ones raise", "[amp][checkpoint]
   CHECK_THROWS_WITH(t.load_state_dict(fractional), Contains("skipped_steps"));
   CHECK(t.state().scale == 96);  // nothing changed by the refused loads
 }
+
+TEST_CASE("scaler states that do not fit float32 or the counters are refused and change nothing", "[amp][checkpoint]") {
+  const amp::GradScalerOptions opts{.initial_scale = 2048, .growth_interval = 7, .hysteresis = 2, .min_scale = 1.0,
+                                    .max_scale = 1e6};
+  amp::GradScaler s(opts);
+  const amp::ScalerState good{.scale = 96, .growth_tracker = 3, .hysteresis_tracker = 1, .skipped_steps = 9};
+  s.load_state(good);
+  const io::StateDict sd = s.state_dict();
+  auto unchanged = [&](const amp::GradScaler& t) {
+    const amp::ScalerState now = t.state();
+    CHECK(now.scale == 96);
+    CHECK(now.growth_tracker == 3);
+    CHECK(now.hysteresis_tracker == 1);
+    CHECK(now.skipped_steps == 9);
+    CHECK(t.options().growth_interval == 7);
+    CHECK(t.options().max_scale == 1e6);
+  };
+  struct Bad {
+    amp::ScalerState state;
+    std::string error, dict_error = "";  // dict_error: load_state_dict's, when it differs
+  };
+  const double two40 = std::ldexp(1.0, 40);
+  const std::vector<Bad> bad_states = {
+      {{.scale = 1e300}, "positive and finite in float32"},  // Inf in float32
+      {{.scale = 1e-50}, "positive and finite in float32"},  // 0 in float32
+      {{.scale = 0.5}, "outside [min_scale 1"},
+      {{.scale = 2e6}, "outside [min_scale 1"},
+      {{.scale = 96, .growth_tracker = int64_t{1} << 40}, "growth_tracker 1099511627776"},
+      {{.scale = 96, .growth_tracker = 7}, "growth_tracker 7"},
+      {{.scale = 96, .hysteresis_tracker = 3}, "hysteresis_tracker 3"},
+      {{.scale = 96, .skipped_steps = -1}, "counters", "'skipped_steps' must be an integer"},
+  };
+  for (const Bad& b : bad_states) {
+    INFO(b.error);
+    CHECK_THROWS_WITH(s.load_state(b.state), Contains(b.error));
+    unchanged(s);
+    io::StateDict bad = sd;
+    bad.set("scale", full({}, b.state.scale, {.dtype = kFloat64}));
+    bad.set("growth_tracker", full({}, static_cast<double>(b.state.growth_tracker), {.dtype = kFloat64}));
+    bad.set("hysteresis_tracker", full({}, b.state.hysteresis_tracker, {.dtype = kInt64}));
+    bad.set("skipped_steps", full({}, b.state.skipped_steps, {.dtype = kInt64}));
+    CHECK_THROWS_WITH(s.load_state_dict(bad), Contains(b.dict_error.empty() ? b.error : b.dict_error));
+    unchanged(s);
+  }
+  io::StateDict bad = sd;
+  bad.set("growth_tracker", full({}, two40, {.dtype = kFloat32}));  // 2^40 would have become 0 in int32
+  CHECK_THROWS_WITH(s.load_state_dict(bad), Contains("growth_tracker"));
+  bad = sd;
+  bad.metadata["max_scale"] = "50";  // the saved scale 96 lies above the saved ceiling
+  CHECK_THROWS_WITH(s.load_state_dict(bad), Contains("outside"));
+  bad = sd;
+  bad.metadata["growth_factor"] = "inf";
+  CHECK_THROWS_WITH(s.load_state_dict(bad), Contains("growth_factor"));
+  bad = sd;
+  bad.metadata["backoff_factor"] = "nan";
+  CHECK_THROWS_WITH(s.load_state_dict(bad), Contains("backoff_factor"));
+  bad = sd;
+  bad.set("extra", zeros({}));
+  CHECK_THROWS_WITH(s.load_state_dict(bad), Contains("unexpected tensor 'extra'"));
+  bad = sd;
+  bad.tensors.emplace_back("scale", full({}, 128.0, {.dtype = kFloat64}));
+  CHECK_THROWS_WITH(s.load_state_dict(bad), Contains("two tensors named 'scale'"));
+  unchanged(s);
+
+  // The constructor and update(new_scale) use the same rule.
+  CHECK_THROWS_WITH(amp::GradScaler({.initial_scale = 1e300}), Contains("initial_scale"));
+  CHECK_THROWS_WITH(amp::GradScaler({.initial_scale = 1e-50, .min_scale = 0}), Contains("initial_scale"));
+  CHECK_THROWS_WITH(s.update(1e300), Contains("float32"));
+  CHECK_THROWS_WITH(s.update(2e6), Contains("max_scale"));
+  unchanged(s);
+}
+
+TEST_CASE("a training checkpoint whose scaler part does not fit leaves the model unchanged", "[amp][checkpoint]") {
+  const std::string path = "test_grad_scaler_unfit.safetensors";
+  Run saved = make_run(false);
+  for (int64_t i = 0; i < 2; ++i) train_step(saved, i);
+  io::StateDict scaler = saved.scaler->state_dict();
+  scaler.set("scale", full({}, 1e300, {.dtype = kFloat64}));
+  io::StateDict precision;
+  precision.metadata["fingerprint"] = amp::precision_fingerprint();
+  io::save_checkpoint(path, io::CheckpointParts{{"model", saved.model->state_dict()},
+                                                {"optim", saved.opt->state_dict()},
+                                                {"schedule", saved.schedule->state_dict()},
+                                                {"scaler", scaler},
+                                                {"precision", precision}});
+  Run r = make_run(false);
+  std::vector<std::vector<float>> before;
+  for (const Tensor& p : r.model->parameters()) before.push_back(p.to_vector<float>());
+  CHECK_THROWS_WITH(amp::load_training_checkpoint(path, *r.model, *r.opt, *r.scaler, r.schedule.get()),
+                    Contains("scale"));
+  for (size_t k = 0; k < before.size(); ++k) CHECK(r.model->parameters()[k].to_vector<float>() == before[k]);
+  CHECK(r.opt->step_count() == 0);
+  CHECK(r.schedule->current_step() == 0);
+  CHECK(r.scaler->current_scale() == 1024);
+  std::remove(path.c_str());
+}

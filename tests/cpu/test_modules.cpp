@@ -311,6 +311,19 @@ TEST_CASE("state_dict round trip and every load error", "[modules]") {
   CHECK(values(c.layers->at<nn::Linear>(0).weight()) == values(a.layers->at<nn::Linear>(0).weight()));
 }
 
+TEST_CASE("a state dict naming a key twice is refused, strict or not", "[modules]") {
+  Net a, c;
+  set_params(a);
+  io::StateDict sd = a.state_dict();
+  sd.tensors.emplace_back("fc.bias", full({4}, 9.0));  // a second, different 'fc.bias'
+  const Vec before = values(c.fc->bias());
+  for (bool strict : {true, false}) {
+    INFO("strict " << strict);
+    CHECK_THROWS_WITH(c.load_state_dict(sd, strict), Contains("duplicate key 'fc.bias'"));
+    CHECK(values(c.fc->bias()) == before);
+  }
+}
+
 TEST_CASE("zero_grad clears or zeroes every gradient", "[modules]") {
   Net net;
   net.forward(input({2, 3}).to(kFloat32)).sum().backward();

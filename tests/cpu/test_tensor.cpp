@@ -1,5 +1,8 @@
 // Tensor handles, storage sharing, the version counter, autograd slots,
 // construction from host memory, printing, Device and Shape.
+#include <cmath>
+#include <limits>
+
 #include <catch2/catch.hpp>
 
 #include <mixt/mixt.h>
@@ -58,6 +61,30 @@ TEST_CASE("item, scalar tensors and wrapped scalars", "[tensor]") {
   CHECK(from_vector(std::vector<Half>{Half(1.5f)}).item<float>() == 1.5f);
 }
 
+TEST_CASE("item<T>() of a value outside an integer type raises instead of converting", "[tensor]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const auto overflow = [](const char* type) {
+    return Catch::Contains(std::string("value cannot be converted to type ") + type + " without overflow");
+  };
+  CHECK_THROWS_WITH(scalar_tensor(nan).item<int64_t>(), overflow("int64"));
+  CHECK_THROWS_WITH(scalar_tensor(inf).item<int32_t>(), overflow("int32"));
+  CHECK_THROWS_WITH(scalar_tensor(-inf, {.dtype = kFloat64}).item<int64_t>(), overflow("int64"));
+  CHECK_THROWS_WITH(scalar_tensor(3e9, {.dtype = kFloat64}).item<int32_t>(), overflow("int32"));
+  CHECK_THROWS_WITH(scalar_tensor(int64_t{1} << 40).item<int32_t>(), overflow("int32"));
+  CHECK_THROWS_WITH(scalar_tensor(-1).item<uint8_t>(), overflow("uint8"));
+  CHECK_THROWS_WITH(scalar_tensor(9.3e18, {.dtype = kFloat64}).item<int64_t>(), overflow("int64"));
+  CHECK_THROWS_WITH(Scalar(nan).to_int(), overflow("int64"));
+  // In range: floats truncate toward zero; the extremes are exact.
+  CHECK(scalar_tensor(-2.9).item<int32_t>() == -2);
+  CHECK(scalar_tensor(2147483647.9, {.dtype = kFloat64}).item<int32_t>() == INT32_MAX);
+  CHECK(scalar_tensor(-2147483648.9, {.dtype = kFloat64}).item<int32_t>() == INT32_MIN);
+  CHECK(scalar_tensor(-9.2233720368547758e18, {.dtype = kFloat64}).item<int64_t>() == INT64_MIN);
+  CHECK(scalar_tensor(255).item<uint8_t>() == 255);
+  CHECK(scalar_tensor(nan).item<bool>());
+  // Floating targets round as casts do: beyond float32's range is Inf.
+  CHECK(scalar_tensor(1e300, {.dtype = kFloat64}).item<float>() == inf);
+}
+
 TEST_CASE("views share storage and one version counter", "[tensor]") {
   Tensor t = from_vector(std::vector<float>{1, 2, 3, 4});
   Tensor v = t.narrow(0, 1, 2);
@@ -103,6 +130,15 @@ TEST_CASE("Device and Shape", "[tensor]") {
   CHECK(Device::cuda(1).str() == "cuda:1");
   CHECK_THROWS_AS(Device("tpu"), Error);
   CHECK_THROWS_AS(Device("cuda:x"), Error);
+  CHECK(Device::cuda(127).str() == "cuda:127");
+  CHECK(Device("cuda:127") == Device::cuda(127));
+  CHECK_THROWS_WITH(Device::cuda(-5), Catch::Contains("invalid CUDA device index -5"));
+  CHECK_THROWS_WITH(Device::cuda(128), Catch::Contains("invalid CUDA device index 128"));
+  CHECK_THROWS_WITH(Device::cuda(256 + 1), Catch::Contains("257"));  // not cuda:1
+  CHECK_THROWS_WITH(Device(DeviceType::CUDA, -1), Catch::Contains("-1"));
+  CHECK_THROWS_WITH(Device(DeviceType::CPU, 2), Catch::Contains("invalid CPU device index 2"));
+  CHECK_THROWS_WITH(Device("cuda:128"), Catch::Contains("cannot parse"));
+  CHECK_THROWS_AS(Device("cuda:-1"), Error);
   CHECK(Shape{2, 3, 4}.numel() == 24);
   CHECK(Shape{}.numel() == 1);
   CHECK_THROWS_AS((Shape{1, 1, 1, 1, 1, 1, 1, 1, 1}), Error);
