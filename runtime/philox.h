@@ -19,10 +19,10 @@ MIXT_HD inline uint32_t mulhilo(uint32_t a, uint32_t b, uint32_t* hi) {
   return static_cast<uint32_t>(p);
 }
 
-// The 4x32 block for (seed, counter).
-MIXT_HD inline Block generate(uint64_t seed, uint64_t counter) {
-  uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32), c2 = 0, c3 = 0;
-  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+// Philox4x32-10 of a full 128-bit counter under a 64-bit key (Random123's
+// philox4x32 with 10 rounds; tests/cpu/test_random.cpp checks its published vectors).
+MIXT_HD inline Block philox4x32_10(Block counter, uint32_t k0, uint32_t k1) {
+  uint32_t c0 = counter.v[0], c1 = counter.v[1], c2 = counter.v[2], c3 = counter.v[3];
   for (int round = 0; round < 10; ++round) {
     uint32_t hi0, hi1;
     const uint32_t lo0 = mulhilo(0xD2511F53u, c0, &hi0);
@@ -33,6 +33,12 @@ MIXT_HD inline Block generate(uint64_t seed, uint64_t counter) {
     k1 += 0xBB67AE85u;
   }
   return Block{{c0, c1, c2, c3}};
+}
+
+// The 4x32 block for (seed, counter): the counter's high 64 bits are zero.
+MIXT_HD inline Block generate(uint64_t seed, uint64_t counter) {
+  return philox4x32_10(Block{{static_cast<uint32_t>(counter), static_cast<uint32_t>(counter >> 32), 0u, 0u}},
+                       static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
 }
 
 // Uniform float in [0, 1) from 24 random bits.

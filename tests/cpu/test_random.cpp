@@ -1,6 +1,7 @@
-// uniform_, normal_, random_ (and rand/randn/randint): reproducibility from (seed,
-// offset), the element formula recomputed here from philox::generate, statistics of
-// many draws, range bounds, and errors.
+// uniform_, normal_, random_ (and rand/randn/randint): Philox against its published
+// known-answer vectors, reproducibility from (seed, offset), the element formula
+// recomputed here from philox::generate, statistics of many draws (5 standard errors),
+// range bounds, and errors.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -30,6 +31,44 @@ double std_of(const std::vector<double>& v) {
 // The message of the mixt::Error `f` throws ("" when it throws none).
 
 constexpr double kTwoPi = 6.283185307179586;
+
+// Note on the statistical checks below: each allows 5 standard errors of the estimate
+// (fixed seeds make the runs reproducible; a correct generator fails one check with
+// probability about 6e-7). For n draws of a distribution with variance s2 and fourth
+// central moment m4, the sample mean has standard error sqrt(s2 / n) and the sample
+// standard deviation about sqrt((m4 - s2^2) / (4 s2 n)).
+struct Moments {
+  double mean, var, m4;  // of one draw
+};
+double five_sigma_of_mean(const Moments& m, size_t n) { return 5 * std::sqrt(m.var / static_cast<double>(n)); }
+double five_sigma_of_std(const Moments& m, size_t n) {
+  return 5 * std::sqrt((m.m4 - m.var * m.var) / (4 * m.var * static_cast<double>(n)));
+}
+// U(a, b): variance (b-a)^2/12, fourth central moment (b-a)^4/80.
+Moments uniform_moments(double a, double b) {
+  const double w = b - a;
+  return {(a + b) / 2, w * w / 12, w * w * w * w / 80};
+}
+// N(mu, sd): fourth central moment 3 sd^4.
+Moments normal_moments(double mu, double sd) { return {mu, sd * sd, 3 * sd * sd * sd * sd}; }
+
+// A standard normal draw rounded to float8_e4m3fn (3 mantissa bits): its exact moments,
+// summed over the codes (each takes the normal's mass between the midpoints to its
+// neighbours; the largest, 448, also takes the tail). Rounding adds about 0.1% to the
+// variance, well inside 5 standard errors, but the reference is exact anyway.
+Moments rounded_normal_e4m3fn() {
+  std::vector<double> v;
+  for (int code = 0; code <= 0x7e; ++code) v.push_back(static_cast<float>(Float8_e4m3fn::from_bits(code)));
+  const auto cdf = [](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); };
+  double var = 0, m4 = 0;
+  for (size_t i = 1; i < v.size(); ++i) {  // the positive codes; the negative ones mirror them
+    const double lo = (v[i - 1] + v[i]) / 2, hi = i + 1 < v.size() ? (v[i] + v[i + 1]) / 2 : INFINITY;
+    const double p = cdf(hi) - cdf(lo);
+    var += 2 * p * v[i] * v[i];
+    m4 += 2 * p * v[i] * v[i] * v[i] * v[i];
+  }
+  return {0.0, var, m4};
+}
 
 }  // namespace
 
@@ -150,31 +189,75 @@ TEST_CASE("values follow the element formula (recomputed from philox)", "[random
   }
 }
 
-TEST_CASE("large tensors: mean and std of 100000 draws", "[random]") {
+
+TEST_CASE("Philox4x32-10 gives Random123's published known-answer vectors", "[random][philox]") {
+  struct Kat {
+    philox::Block counter;
+    uint32_t k0, k1;
+    philox::Block expect;
+  };
+  // Random123 (kat_vectors): philox4x32 with 10 rounds.
+  const Kat kats[] = {
+      {{{0, 0, 0, 0}}, 0, 0, {{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}}},
+      {{{0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}},
+       0xffffffffu,
+       0xffffffffu,
+       {{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}}},
+      {{{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}},
+       0xa4093822u,
+       0x299f31d0u,
+       {{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}}},
+  };
+  for (const Kat& k : kats) {
+    const philox::Block got = philox::philox4x32_10(k.counter, k.k0, k.k1);
+    for (int lane = 0; lane < 4; ++lane) {
+      INFO("counter " << std::hex << k.counter.v[0] << " lane " << lane);
+      CHECK(got.v[lane] == k.expect.v[lane]);
+    }
+  }
+  // generate(seed, counter) is that function with key = seed (low word first) and the
+  // counter's low 64 bits (low word first), high 64 bits zero.
+  const philox::Block zero = philox::generate(0, 0);
+  CHECK(zero.v[0] == 0x6627e8d5u);
+  CHECK(zero.v[3] == 0x9b00dbd8u);
+  const uint64_t seed = 0x299f31d0a4093822ull, counter = 0x85a308d3243f6a88ull;
+  const philox::Block g = philox::generate(seed, counter);
+  const philox::Block f = philox::philox4x32_10({{0x243f6a88u, 0x85a308d3u, 0, 0}}, 0xa4093822u, 0x299f31d0u);
+  for (int lane = 0; lane < 4; ++lane) CHECK(g.v[lane] == f.v[lane]);
+}
+
+TEST_CASE("large tensors: mean and std of 100000 draws within 5 standard errors", "[random]") {
   Generator g(2024);
+  const size_t n = 100000;
+  const Moments u01 = uniform_moments(0, 1), n23 = normal_moments(2, 3);
+  // Rounding to the 16-bit floats changes these moments by far less than one standard
+  // error (variance + ulp^2/12, ulp <= 2^-5 here), so the continuous moments serve.
   for (ScalarType dt : {kFloat32, kFloat64, kBFloat16, kFloat16}) {
     INFO(dtype_name(dt));
-    const auto u = rand({100000}, of(dt), &g).to_vector<double>();
-    CHECK(mean_of(u) == Approx(0.5).margin(0.01));
-    CHECK(std_of(u) == Approx(std::sqrt(1.0 / 12.0)).margin(0.01));
-    Tensor n = empty({200, 500}, of(dt));
-    normal_(n, 2.0, 3.0, &g);
-    const auto nv = n.to_vector<double>();
-    CHECK(mean_of(nv) == Approx(2.0).margin(0.05));
-    CHECK(std_of(nv) == Approx(3.0).margin(0.05));
+    const auto u = rand({static_cast<int64_t>(n)}, of(dt), &g).to_vector<double>();
+    CHECK(std::abs(mean_of(u) - u01.mean) <= five_sigma_of_mean(u01, n));  // 5 x 0.00091
+    CHECK(std::abs(std_of(u) - std::sqrt(u01.var)) <= five_sigma_of_std(u01, n));  // 5 x 0.00041
+    Tensor t = empty({200, 500}, of(dt));
+    normal_(t, 2.0, 3.0, &g);
+    const auto nv = t.to_vector<double>();
+    CHECK(std::abs(mean_of(nv) - n23.mean) <= five_sigma_of_mean(n23, n));  // 5 x 0.0095
+    CHECK(std::abs(std_of(nv) - std::sqrt(n23.var)) <= five_sigma_of_std(n23, n));  // 5 x 0.0067
     // No pair of neighbours is identical (lanes are independent draws).
     int equal = 0;
     for (size_t i = 1; i < 1000; ++i) equal += nv[i] == nv[i - 1];
     CHECK(equal < 50);
   }
-  const auto fp8 = randn({100000}, of(kFloat8_e4m3fn), &g).to_vector<double>();
-  CHECK(mean_of(fp8) == Approx(0.0).margin(0.05));
-  CHECK(std_of(fp8) == Approx(1.0).margin(0.05));
-  const auto r = randint(0, 10, {100000}, {}, &g).to_vector<int64_t>();
+  const Moments q = rounded_normal_e4m3fn();
+  CHECK(std::abs(q.var - 1.0) < 0.01);  // the rounding's share is small
+  const auto fp8 = randn({static_cast<int64_t>(n)}, of(kFloat8_e4m3fn), &g).to_vector<double>();
+  CHECK(std::abs(mean_of(fp8)) <= five_sigma_of_mean(q, n));
+  CHECK(std::abs(std_of(fp8) - std::sqrt(q.var)) <= five_sigma_of_std(q, n));
+  const auto r = randint(0, 10, {static_cast<int64_t>(n)}, {}, &g).to_vector<int64_t>();
   REQUIRE(std::count_if(r.begin(), r.end(), [](int64_t x) { return x < 0 || x >= 10; }) == 0);
   std::vector<int> counts(10, 0);
   for (int64_t x : r) ++counts[x];
-  for (int k = 0; k < 10; ++k) CHECK(std::abs(counts[k] - 10000) < 500);
+  // Each count is Binomial(n, 0.1): standard deviation sqrt(n 0.1 0.9) = 94.9.
+  for (int k = 0; k < 10; ++k) CHECK(std::abs(counts[k] - 10000) <= 5 * 94.9);
 }
 
 TEST_CASE("uniform_ and random_ stay within their bounds", "[random]") {
@@ -205,11 +288,11 @@ TEST_CASE("uniform_ and random_ stay within their bounds", "[random]") {
   const auto u8 = randint(0, 256, {50000}, of(kUInt8), &g).to_vector<int64_t>();
   CHECK(*std::min_element(u8.begin(), u8.end()) == 0);
   CHECK(*std::max_element(u8.begin(), u8.end()) == 255);
+  // Counts of 1000 fair coin flips: Binomial(1000, 0.5), standard deviation 15.8; 5 sigma = 79.
   const auto b = randint(0, 2, {1000}, of(kBool), &g).to_vector<int64_t>();
-  CHECK(std::count(b.begin(), b.end(), 1) > 400);
-  CHECK(std::count(b.begin(), b.end(), 0) > 400);
+  CHECK(std::abs(std::count(b.begin(), b.end(), 1) - 500) <= 79);
   const auto full_range = randint(INT64_MIN, INT64_MAX, {1000}, {}, &g).to_vector<int64_t>();
-  CHECK(std::count_if(full_range.begin(), full_range.end(), [](int64_t x) { return x < 0; }) > 400);
+  CHECK(std::abs(std::count_if(full_range.begin(), full_range.end(), [](int64_t x) { return x < 0; }) - 500) <= 79);
 }
 
 TEST_CASE("non-contiguous outputs get the values of a contiguous call", "[random]") {
