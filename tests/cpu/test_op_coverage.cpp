@@ -92,23 +92,6 @@ TEST_CASE("CPU: dtypes a case does not declare raise mixt::Error", "[coverage]")
   CHECK(failures.empty());
 }
 
-TEST_CASE("CUDA: every case on every declared dtype matches the CPU float64 reference", "[coverage][cuda]") {
-  if (!cuda::is_available()) {
-    WARN("CUDA unavailable (" << cuda::unavailable_reason() << "): CUDA cases not run");
-    return;
-  }
-  std::vector<std::string> failures;
-  for (const OpCase& c : op_cases())
-    for (int d = 0; d < kNumDtypes; ++d) {
-      const auto dt = static_cast<ScalarType>(d);
-      if (!dtypes::contains(c.cuda_dtypes, dt)) continue;
-      const std::string r = run_case(c, dt, Device::cuda(0));
-      if (!r.empty()) failures.push_back(r);
-    }
-  INFO("failures:" << join(failures));
-  CHECK(failures.empty());
-}
-
 TEST_CASE("docs/op_support.md is generated from the table", "[coverage][docs]") {
   const std::string md = op_support_markdown();
   const std::string path = std::string(MIXT_SOURCE_ROOT) + "/docs/op_support.md";

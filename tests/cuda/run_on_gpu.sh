@@ -6,15 +6,18 @@
 # Building the binaries to carry (on the CPU machine, from the repository root):
 #   meson setup build-cuda-static -Dcuda=enabled -Dstatic_deps=true -Ddefault_library=static \
 #         -Dtests=true -Dbench=false -Dbuildtype=release
-#   ninja -C build-cuda-static tests/cuda/test_cuda_slice tests/cuda/test_cuda_convert
-#   mkdir -p gpu-bin && cp build-cuda-static/tests/cuda/test_cuda_{slice,convert} gpu-bin/
+#   ninja -C build-cuda-static tests/cuda/test_cuda_slice tests/cuda/test_cuda_convert tests/cuda/test_cuda_coverage
+#   mkdir -p gpu-bin && cp build-cuda-static/tests/cuda/test_cuda_{slice,convert,coverage} gpu-bin/
 #   ldd gpu-bin/test_cuda_slice    # expect only libc, libstdc++, libm, libgcc_s, libgomp
 #   cp "$(g++ -print-file-name=libgomp.so.1)" gpu-bin/   # in case the GPU machine lacks it
 #   echo /gpu-bin/ >> .git/info/exclude                  # carried, not committed
 # Then on the GPU machine (the device tool: carry ["gpu-bin"]):
 #   bash tests/cuda/run_on_gpu.sh gpu-bin
 #
-# Usage: run_on_gpu.sh [BIN_DIR]   (default: gpu-bin). Exit status: 0 when every run passed.
+# Usage: run_on_gpu.sh [BIN_DIR]   (default: gpu-bin). Exit status: 0 when every run passed
+# (a SKIP counts as a failure here: on this machine the GPU must be usable).
+# MIXT_REQUIRE_GPU=1 makes the binaries fail instead of skipping when CUDA cannot start.
+export MIXT_REQUIRE_GPU=1
 set -u
 
 bin_dir=${1:-gpu-bin}
@@ -59,6 +62,7 @@ run() {
 
 slice="$bin_dir/test_cuda_slice"
 convert="$bin_dir/test_cuda_convert"
+coverage="$bin_dir/test_cuda_coverage"
 [ -x "$convert" ] && run convert 300 "$convert"
 if [ -x "$slice" ]; then
   run slice 400 "$slice"
@@ -70,6 +74,13 @@ if [ -x "$slice" ]; then
   fi
 else
   rows+=("slice                  MISSING      $slice is not there")
+  overall=1
+fi
+# The op-coverage harness: every case on every dtype the CUDA kernels declare.
+if [ -x "$coverage" ]; then
+  run coverage 600 "$coverage"
+else
+  rows+=("coverage               MISSING      $coverage is not there")
   overall=1
 fi
 

@@ -1,6 +1,7 @@
 // The CUDA slice against the CPU: transfers, casts between the floating dtypes
 // (bit for bit), strided and broadcast copies, fill_, add/mul and their errors.
-// Own main (no Catch2): exits 77, which meson reports as SKIP, without a GPU.
+// Own main (no Catch2): exits 77, which meson reports as SKIP, only on a machine
+// without a GPU (gpu_skip.h).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,8 @@
 #include <mixt/kernels/common/convert.h>
 #include <mixt/mixt.h>
 #include <mixt/runtime/dtype_visit.h>
+
+#include "gpu_skip.h"
 
 using namespace mixt;
 
@@ -420,10 +423,7 @@ void test_errors() {
 
 int main() {
   std::printf("cuda::is_compiled() = %d\n", cuda::is_compiled() ? 1 : 0);
-  if (!cuda::is_available()) {
-    std::printf("SKIP: CUDA is unavailable: %s\n", cuda::unavailable_reason().c_str());
-    return 77;
-  }
+  if (const int status = testing::cuda_unavailable_status("test_cuda_slice"); status >= 0) return status;
   std::printf("CUDA devices: %d\n", cuda::device_count());
   group("round trips of every dtype", test_round_trips);
   group("casts between floating dtypes (bit exact)", test_casts);
