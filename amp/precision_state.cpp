@@ -72,7 +72,7 @@ ResumeReport load_training_checkpoint(const std::string& path, nn::Module& model
   staged.commit();
   ResumeReport report;
   report.saved_fingerprint = fp->second;
-  report.extra = io::other_parts(parts, {"model", "optim", "schedule", "scaler", "precision"});
+  report.extra = io::other_parts(parts, {"model", "optim", "schedule", "rng", "scaler", "precision"});
   const std::string now = precision_fingerprint();
   report.policy_matches = now == report.saved_fingerprint;
   if (!report.policy_matches && !quiet)

@@ -1,6 +1,7 @@
 // The precision state of a training run in checkpoints: model, optimizer,
-// grad scaler, schedule and a fingerprint of the precision policy, saved
-// together atomically; resume restores them all and says when the policy differs.
+// grad scaler, schedule, the random generators and a fingerprint of the precision
+// policy, saved together atomically; resume restores them all and says when the
+// policy differs.
 #pragma once
 
 #include <string>
@@ -23,8 +24,8 @@ struct ResumeReport {
   bool policy_matches = true;     // false: the run resumes under a different policy
 };
 
-// Saves model, optimizer, scaler, the precision fingerprint and optionally a
-// schedule and extra parts in one file, atomically.
+// Saves model, optimizer, scaler, the random generators (io::rng_state()), the
+// precision fingerprint and optionally a schedule and extra parts in one file, atomically.
 void save_training_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
                               const GradScaler& scaler, const optim::WarmupCosine* schedule = nullptr,
                               const io::CheckpointParts& extra = {});

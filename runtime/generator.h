@@ -9,6 +9,10 @@
 #include <mixt/runtime/device.h>
 
 namespace mixt {
+namespace io {
+struct StateDict;
+class StagedLoad;
+}  // namespace io
 
 class Generator {
  public:
@@ -25,6 +29,13 @@ class Generator {
     uint64_t offset;
   };
   Reservation reserve(uint64_t blocks);
+
+  // The stream's position: metadata "seed" and "offset" (decimal integers).
+  io::StateDict state_dict() const;
+  // Restores a state_dict(); a malformed one raises mixt::Error and changes nothing.
+  void load_state_dict(const io::StateDict& sd);
+  // Checks `sd` as load_state_dict does; nothing changes until the result is committed.
+  io::StagedLoad stage_state_dict(const io::StateDict& sd);
 
  private:
   mutable std::mutex mutex_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <mixt/runtime/check.h>
+#include <mixt/runtime/generator.h>
 #include <mixt/runtime/io/safetensors.h>
 #include <mixt/runtime/nn/module.h>
 #include <mixt/runtime/optim/optimizer.h>
@@ -11,6 +12,7 @@
 namespace mixt::io {
 namespace {
 constexpr const char* kPartsKey = "checkpoint.parts";
+constexpr const char* kDefaultGenerator = "default.";
 }
 
 void save_checkpoint(const std::string& path, const CheckpointParts& parts) {
@@ -19,6 +21,8 @@ void save_checkpoint(const std::string& path, const CheckpointParts& parts) {
   for (const auto& [name, part] : parts) {
     MIXT_CHECK(!name.empty() && name.find(',') == std::string::npos && name.find('.') == std::string::npos,
                "save_checkpoint", "part name '{}' must be non-empty, without '.' or ','", name);
+    MIXT_CHECK(("," + names + ",").find("," + name + ",") == std::string::npos, "save_checkpoint",
+               "part '{}' is given twice", name);
     all.merge(part, name + ".");
     names += (names.empty() ? "" : ",") + name;
   }
@@ -54,10 +58,29 @@ const StateDict& checkpoint_part(const CheckpointParts& parts, const std::string
   MIXT_FAIL("load_checkpoint", "the checkpoint has no part '{}'", name);
 }
 
+// Note [Generator state]: dropout and the random factories draw from the default
+// generator, so an exact resume needs its position; every checkpoint saved from objects
+// carries it (part "rng") and every load restores it, staged with the other parts.
+StateDict rng_state() {
+  StateDict sd;
+  sd.merge(default_generator().state_dict(), kDefaultGenerator);
+  return sd;
+}
+
+StagedLoad stage_rng_state(const StateDict& sd) {
+  const std::string prefix = kDefaultGenerator;
+  for (const auto& [key, value] : sd.metadata)
+    MIXT_CHECK(key.compare(0, prefix.size(), prefix) == 0, "load_checkpoint",
+               "the rng part has an entry '{}' for no known generator (expected '{}*')", key, prefix);
+  MIXT_CHECK(sd.tensors.empty(), "load_checkpoint", "the rng part holds no tensors, got '{}'", sd.tensors.front().first);
+  return default_generator().stage_state_dict(sd.extract(prefix));
+}
+
 void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
                      const optim::WarmupCosine* schedule, const CheckpointParts& extra) {
   CheckpointParts parts{{"model", model.state_dict()}, {"optim", optimizer.state_dict()}};
   if (schedule) parts.emplace_back("schedule", schedule->state_dict());
+  parts.emplace_back("rng", rng_state());
   for (const auto& p : extra) parts.push_back(p);
   save_checkpoint(path, parts);
 }
@@ -75,6 +98,7 @@ StagedLoad stage_checkpoint(const CheckpointParts& parts, nn::Module& model, opt
   staged.add(optimizer.stage_state_dict(checkpoint_part(parts, "optim")));
   // After the optimizer: the schedule sets the lrs of its step.
   if (schedule) staged.add(schedule->stage_state_dict(checkpoint_part(parts, "schedule")));
+  staged.add(stage_rng_state(checkpoint_part(parts, "rng")));
   return staged;
 }
 
@@ -82,7 +106,7 @@ CheckpointParts load_checkpoint(const std::string& path, nn::Module& model, opti
                                 optim::WarmupCosine* schedule) {
   const CheckpointParts parts = load_checkpoint_parts(path);
   stage_checkpoint(parts, model, optimizer, schedule).commit();
-  return other_parts(parts, {"model", "optim", "schedule"});
+  return other_parts(parts, {"model", "optim", "schedule", "rng"});
 }
 
 }  // namespace mixt::io

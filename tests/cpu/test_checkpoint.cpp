@@ -1,5 +1,7 @@
-// Checkpoints of a training run: parts round trip, a run resumed from a
-// checkpoint reaches bit-identical parameters, and bad files raise.
+// Checkpoints of a training run: parts round trip, a run with dropout resumed from a
+// checkpoint reaches bit-identical parameters (the generator's state travels with it),
+// and bad files raise, changing nothing.
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -24,7 +26,9 @@ struct Run {
 Run make_run() {
   manual_seed(3);
   Run r;
-  r.model = std::make_unique<nn::Sequential>(nn::Linear(6, 16), nn::GELU(), nn::LayerNorm(Shape{16}), nn::Linear(16, 3));
+  // Dropout draws from the default generator: a resume must restore its position.
+  r.model = std::make_unique<nn::Sequential>(nn::Linear(6, 16), nn::GELU(), nn::Dropout(0.3), nn::LayerNorm(Shape{16}),
+                                             nn::Linear(16, 3));
   r.opt = std::make_unique<optim::AdamW>(r.model->parameters(), optim::AdamWOptions{.lr = 1e-2});
   r.schedule = std::make_unique<optim::WarmupCosine>(*r.opt, 3, 20, 0.1);
   return r;
@@ -45,19 +49,24 @@ std::string temp_path(const char* name) { return std::string("mixt_test_") + nam
 
 }  // namespace
 
-TEST_CASE("a run resumed from a checkpoint is bit-identical to the uninterrupted run", "[checkpoint]") {
+TEST_CASE("a run with dropout resumed from a checkpoint is bit-identical to the uninterrupted run", "[checkpoint]") {
   Run straight = make_run();
   for (int64_t i = 0; i < 12; ++i) train_step(straight, i);
+  const io::StateDict straight_opt = straight.opt->state_dict();
+  const uint64_t straight_offset = default_generator().offset();
 
   Run first = make_run();
   for (int64_t i = 0; i < 5; ++i) train_step(first, i);
   const std::string path = temp_path("resume");
   io::save_checkpoint(path, *first.model, *first.opt, first.schedule.get());
+  const uint64_t saved_offset = default_generator().offset();
   first = Run{};  // the interrupted process is gone
 
-  Run resumed = make_run();
+  Run resumed = make_run();  // a new process: the generator is where initialization left it
+  REQUIRE(default_generator().offset() != saved_offset);
   io::load_checkpoint(path, *resumed.model, *resumed.opt, resumed.schedule.get());
   CHECK(resumed.schedule->current_step() == 5);
+  CHECK(default_generator().offset() == saved_offset);
   for (int64_t i = 5; i < 12; ++i) train_step(resumed, i);
 
   const auto a = straight.model->named_parameters(), b = resumed.model->named_parameters();
@@ -66,8 +75,51 @@ TEST_CASE("a run resumed from a checkpoint is bit-identical to the uninterrupted
     INFO(a[i].first);
     CHECK(a[i].second.to_vector<float>() == b[i].second.to_vector<float>());
   }
+  const io::StateDict resumed_opt = resumed.opt->state_dict();
+  CHECK(straight_opt.metadata == resumed_opt.metadata);
+  REQUIRE(straight_opt.tensors.size() == resumed_opt.tensors.size());
+  for (size_t i = 0; i < straight_opt.tensors.size(); ++i) {
+    INFO(straight_opt.tensors[i].first);
+    CHECK(values(straight_opt.tensors[i].second) == values(resumed_opt.tensors[i].second));
+  }
   CHECK(straight.opt->lr() == resumed.opt->lr());
+  CHECK(default_generator().offset() == straight_offset);
   std::remove(path.c_str());
+}
+
+TEST_CASE("generator states round trip; malformed ones are refused and change nothing", "[checkpoint][rng]") {
+  Generator g(~uint64_t{0});
+  g.set_offset(uint64_t{1} << 63);
+  const io::StateDict sd = g.state_dict();
+  CHECK(sd.metadata.at("seed") == "18446744073709551615");
+  CHECK(sd.metadata.at("offset") == "9223372036854775808");
+  Generator h(1);
+  h.load_state_dict(sd);
+  CHECK(h.seed() == ~uint64_t{0});
+  CHECK(h.offset() == uint64_t{1} << 63);
+  CHECK(rand({7}, {}, &h).to_vector<float>() == rand({7}, {}, &g).to_vector<float>());
+
+  Generator k(5);
+  k.set_offset(9);
+  for (const auto& [key, text] : std::vector<std::pair<std::string, std::string>>{
+           {"seed", "-1"}, {"seed", "18446744073709551616"}, {"offset", "12x"}, {"offset", ""}, {"offset", "+3"},
+           {"offset", "1e3"}}) {
+    io::StateDict bad = sd;
+    bad.metadata[key] = text;
+    INFO(key << " = '" << text << "'");
+    CHECK_THROWS_WITH(k.load_state_dict(bad), Contains(key));
+  }
+  io::StateDict missing = sd;
+  missing.metadata.erase("offset");
+  CHECK_THROWS_WITH(k.load_state_dict(missing), Contains("'offset'"));
+  io::StateDict unknown = sd;
+  unknown.metadata["counter"] = "1";
+  CHECK_THROWS_WITH(k.load_state_dict(unknown), Contains("'counter'"));
+  io::StateDict with_tensor = sd;
+  with_tensor.set("offset", zeros({1}));
+  CHECK_THROWS_AS(k.load_state_dict(with_tensor), Error);
+  CHECK(k.seed() == 5);
+  CHECK(k.offset() == 9);
 }
 
 TEST_CASE("checkpoint parts round trip with metadata", "[checkpoint]") {
@@ -162,12 +214,13 @@ TEST_CASE("a checkpoint that does not fit changes nothing: every part is checked
   CHECK_THROWS_WITH(io::load_checkpoint(path, *r.model, *r.opt, r.schedule.get()), Contains("no part 'schedule'"));
   CHECK(fingerprint(r) == before);
 
-  // Every part present, the schedule's step corrupt (the last part checked).
+  // Every part present, the schedule's step corrupt.
   io::StateDict schedule = other.schedule->state_dict();
   schedule.metadata["step"] = "1e300";
   io::save_checkpoint(path, io::CheckpointParts{{"model", other.model->state_dict()},
                                                 {"optim", other.opt->state_dict()},
-                                                {"schedule", schedule}});
+                                                {"schedule", schedule},
+                                                {"rng", io::rng_state()}});
   CHECK_THROWS_WITH(io::load_checkpoint(path, *r.model, *r.opt, r.schedule.get()), Contains("'step'"));
   CHECK(fingerprint(r) == before);
 
@@ -185,4 +238,69 @@ TEST_CASE("a checkpoint that does not fit changes nothing: every part is checked
   io::save_safetensors(path, all);
   CHECK_THROWS_WITH(io::load_checkpoint_parts(path), Contains("listed twice"));
   std::remove(path.c_str());
+}
+
+TEST_CASE("a checkpoint whose rng part does not fit changes nothing", "[checkpoint][rng]") {
+  const std::string path = temp_path("rng");
+  Run r = make_run();
+  train_step(r, 0);
+  Run other = make_run();
+  for (int64_t i = 0; i < 3; ++i) train_step(other, i);
+  const Fingerprint before = fingerprint(r);
+  const uint64_t offset = default_generator().offset();
+
+  io::StateDict rng = io::rng_state();
+  rng.metadata["default.offset"] = "-7";
+  io::save_checkpoint(path, io::CheckpointParts{{"model", other.model->state_dict()},
+                                                {"optim", other.opt->state_dict()},
+                                                {"schedule", other.schedule->state_dict()},
+                                                {"rng", rng}});
+  CHECK_THROWS_WITH(io::load_checkpoint(path, *r.model, *r.opt, r.schedule.get()), Contains("'offset'"));
+  CHECK(fingerprint(r) == before);
+  CHECK(default_generator().offset() == offset);
+
+  rng = io::rng_state();
+  rng.metadata["cuda.0.seed"] = "1";  // a generator this process does not have
+  io::save_checkpoint(path, io::CheckpointParts{{"model", other.model->state_dict()},
+                                                {"optim", other.opt->state_dict()},
+                                                {"rng", rng}});
+  CHECK_THROWS_WITH(io::load_checkpoint(path, *r.model, *r.opt), Contains("cuda.0.seed"));
+  CHECK(fingerprint(r) == before);
+
+  // A checkpoint without the rng part is refused: the resume could not be exact.
+  io::save_checkpoint(path, io::CheckpointParts{{"model", other.model->state_dict()},
+                                                {"optim", other.opt->state_dict()}});
+  CHECK_THROWS_WITH(io::load_checkpoint(path, *r.model, *r.opt), Contains("no part 'rng'"));
+  CHECK(fingerprint(r) == before);
+  CHECK(default_generator().offset() == offset);
+
+  // save_checkpoint refuses a part name given twice (the loader would refuse the file).
+  CHECK_THROWS_WITH(io::save_checkpoint(path, *other.model, *other.opt, nullptr, {{"rng", io::rng_state()}}),
+                    Contains("'rng' is given twice"));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("optimizer step counters count exactly up to 2^53; loads refuse larger ones", "[checkpoint]") {
+  Tensor p = from_vector(std::vector<float>{1, 2}).set_requires_grad(true);
+  optim::AdamW opt({p}, {.lr = 1e-3});
+  p.set_grad(ones_like(p));
+  opt.step();
+  io::StateDict sd = opt.state_dict();
+  // 2^24 is where a float32 counter stops counting (2^24 + 1 is not a float32); 2^53 is
+  // where a float64 one would.
+  for (double start : {16777216.0, 9007199254740991.0}) {
+    INFO("from step " << start);
+    sd.set("state.0.step", full({}, start, {.dtype = kFloat64}));
+    opt.load_state_dict(sd);
+    p.set_grad(ones_like(p));
+    opt.step();
+    CHECK(opt.state_dict().find("state.0.step")->item<double>() == start + 1);
+    CHECK(std::isfinite(p.to_vector<float>()[0]));
+  }
+  const double two53 = 9007199254740992.0;
+  sd.set("state.0.step", full({}, two53, {.dtype = kFloat64}));
+  opt.load_state_dict(sd);
+  sd.set("state.0.step", full({}, two53 + 2, {.dtype = kFloat64}));  // the next float64
+  CHECK_THROWS_WITH(opt.load_state_dict(sd), Contains("state.0.step"));
+  CHECK(opt.state_dict().find("state.0.step")->item<double>() == two53);
 }

@@ -401,7 +401,9 @@ struct Run {
 Run make_run(bool sync_free) {
   manual_seed(21);
   Run r;
-  r.model = std::make_unique<nn::Sequential>(nn::Linear(6, 16), nn::GELU(), nn::LayerNorm(Shape{16}), nn::Linear(16, 3));
+  // Dropout draws from the default generator, which the training checkpoint carries.
+  r.model = std::make_unique<nn::Sequential>(nn::Linear(6, 16), nn::GELU(), nn::Dropout(0.2), nn::LayerNorm(Shape{16}),
+                                             nn::Linear(16, 3));
   r.opt = std::make_unique<optim::AdamW>(r.model->parameters(), optim::AdamWOptions{.lr = 1e-2});
   r.schedule = std::make_unique<optim::WarmupCosine>(*r.opt, 3, 20, 0.1);
   r.scaler = std::make_unique<amp::GradScaler>(amp::GradScalerOptions{.initial_scale = 1024, .growth_interval = 3});
@@ -432,7 +434,8 @@ void train_step(Run& r, int64_t i) {
 
 }  // namespace
 
-TEST_CASE("a run resumed from a training checkpoint is bit-identical, scaler included", "[amp][checkpoint]") {
+TEST_CASE("a run with dropout resumed from a training checkpoint is bit-identical, scaler included",
+          "[amp][checkpoint]") {
   for (bool sync_free : {false, true}) {
     INFO((sync_free ? "sync-free" : "bool step"));
     const std::string path = std::string("test_grad_scaler_") + (sync_free ? "sf" : "b") + ".safetensors";
@@ -587,6 +590,7 @@ TEST_CASE("a training checkpoint whose scaler part does not fit leaves the model
   io::save_checkpoint(path, io::CheckpointParts{{"model", saved.model->state_dict()},
                                                 {"optim", saved.opt->state_dict()},
                                                 {"schedule", saved.schedule->state_dict()},
+                                                {"rng", io::rng_state()},
                                                 {"scaler", scaler},
                                                 {"precision", precision}});
   Run r = make_run(false);
