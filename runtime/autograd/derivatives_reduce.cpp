@@ -84,6 +84,7 @@ Grads prod_bw(const BackwardContext& c, const Grads& g) {
   return {mul(expand_g(c, G(g)), others)};
 }
 
+// Ties share the gradient evenly, as in PyTorch (Note [Subgradients]).
 Grads amax_bw(const BackwardContext& c, const Grads& g) {
   const Tensor x = c.input(0);
   const Tensor mask = eq(x, expand_out(c));
@@ -91,6 +92,7 @@ Grads amax_bw(const BackwardContext& c, const Grads& g) {
   return {div(mul(expand_g(c, G(g)), mask), expand(count, x.sizes()))};
 }
 
+// The returned index (the first of a tie) takes the whole gradient (Note [Subgradients]).
 Grads max_dim_bw(const BackwardContext& c, const Grads& g) {
   const TensorMeta& m = c.input_meta(0);
   Tensor idx = c.output(1), grad = G(g);
@@ -145,13 +147,25 @@ Grads cumsum_bw(const BackwardContext& c, const Grads& g) {
   return {flip(cumsum(flip(G(g), dim), dim), dim)};
 }
 
-// Exact for inputs without zeros: d out_j / d x_i = out_j / x_i for j >= i.
+// Note [cumprod backward]: d out_j / d x_i = prod_{k <= j, k != i} x_k for j >= i, so
+// grad_i = sum_{j >= i} g_j prod_{k <= j, k != i} x_k. Before the first zero z of a slice
+// that is (reversed cumsum of g * out)_i / x_i (terms from z on are 0 on both sides); at z
+// it is the reversed cumsum of g times the cumulative product with x_z replaced by 1,
+// over j >= z; after z every term holds the factor x_z = 0. Exact with any number of zeros.
 Grads cumprod_bw(const BackwardContext& c, const Grads& g) {
   const int64_t dim = c.attrs().dim;
-  const Tensor x = c.input(0), y = c.output(0);
-  if (G(g).dim() == 0) return {G(g)};
-  const Tensor gy = mul(G(g), y.to(G(g).dtype()));
-  return {div(flip(cumsum(flip(gy, dim), dim), dim), x)};
+  const Tensor gr = G(g);
+  if (gr.dim() == 0) return {gr};
+  const Tensor x = c.input(0).to(gr.dtype()), y = c.output(0).to(gr.dtype());
+  const auto reversed_cumsum = [&](const Tensor& t) { return flip(cumsum(flip(t, dim), dim), dim); };
+  const Tensor is_zero = eq(x, 0);
+  const Tensor zeros_so_far = cumsum(is_zero, dim, kInt64);
+  const Tensor before = eq(zeros_so_far, 0);
+  const Tensor first_zero = logical_and(is_zero, eq(zeros_so_far, 1));
+  const Tensor head = div(reversed_cumsum(mul(gr, y)), where(before, x, Scalar(1.0)));
+  const Tensor skipping_zero = cumprod(where(first_zero, Scalar(1.0), x), dim);
+  const Tensor at_zero = reversed_cumsum(mul(gr, where(before, Scalar(0.0), skipping_zero)));
+  return {where(before, head, where(first_zero, at_zero, Scalar(0.0)))};
 }
 
 // ---- matmul family (gradients computed in the operands' dtype) ----
