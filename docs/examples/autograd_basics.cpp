@@ -1,9 +1,13 @@
 // Autograd: recording, backward, gradients of leaves, hooks, no_grad, a custom
-// op's backward formula.
+// op's backward formula. It checks the gradients it prints against their formulas
+// and exits with 1 when one is wrong.
+#include <cmath>
 #include <cstdio>
 
 #include <mixt/mixt.h>
 #include <mixt/runtime/autograd/function.h>
+
+#include "example_support.h"
 
 using namespace mixt;
 
@@ -39,12 +43,21 @@ int main() {
   Tensor loss = sum(mul(softsign(mul(w, x)), 2.0));
   loss.backward();  // fills w.grad()
   std::printf("loss %.4f, dloss/dw = %s\n", loss.item<double>(), w.grad().str().c_str());
+  // The custom backward: d/dw_i 2 softsign(w_i x_i) = 2 x_i / (1 + |w_i x_i|)^2.
+  const std::vector<double> wv = {0.5, -1.0, 2.0}, xv = {1.0, 2.0, 3.0};
+  for (int i = 0; i < 3; ++i) {
+    const double d = 1 + std::abs(wv[i] * xv[i]);
+    example::require(std::abs(w.grad().to_vector<double>()[i] - 2 * xv[i] / (d * d)) < 1e-6,
+                     "softsign's custom backward value " + std::to_string(i));
+  }
 
   // A hook sees (and may replace) a gradient on its way; NoGradGuard stops recording.
   w.set_grad(Tensor());
   autograd::register_hook(w, [](const Tensor& g) { return clamp(g, -0.1, 0.1); });
   sum(mul(w, x)).backward();
   std::printf("clipped gradient %s\n", w.grad().str().c_str());
+  example::require(w.grad().to_vector<float>() == std::vector<float>{0.1f, 0.1f, 0.1f},
+                   "the hook clipped the gradient x = (1, 2, 3) to 0.1");
   {
     autograd::NoGradGuard no_grad;
     w.sub_(mul(w.grad(), 0.1));  // an optimizer step, not recorded
@@ -53,6 +66,13 @@ int main() {
   Tensor y = sum(mul(w.to(kBFloat16), w.to(kBFloat16)));
   w.set_grad(Tensor());
   y.backward();
-  std::printf("through bfloat16: grad dtype %s\n", std::string(dtype_name(w.grad().dtype())).c_str());
-  return w.grad().dtype() == kFloat32 ? 0 : 1;
+  std::printf("through bfloat16: grad dtype %s, grad %s (clipped by the hook)\n",
+              std::string(dtype_name(w.grad().dtype())).c_str(), w.grad().str().c_str());
+  example::require(w.grad().dtype() == kFloat32, "the gradient comes back in float32");
+  // d/dw sum(bf16(w)^2) = 2 bf16(w), about ±1 to ±4 here; the hook registered above still
+  // clips what reaches w to [-0.1, 0.1].
+  const auto after = w.to_vector<float>(), g = w.grad().to_vector<float>();
+  for (int i = 0; i < 3; ++i)
+    example::require(g[i] == (after[i] > 0 ? 0.1f : -0.1f), "the clipped gradient through bfloat16");
+  return 0;
 }

@@ -1,10 +1,14 @@
 // A custom op, registered with the same API the built-in ops use: a schema,
-// a CPU kernel, and a typed front end that builds the OpCall.
+// a CPU kernel, and a typed front end that builds the OpCall. It checks its values
+// against the formula and the built-in composition, and that a bad dtype raises.
 #include <cmath>
 #include <iostream>
+#include <string>
 
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/mixt.h>
+
+#include "example_support.h"
 
 using namespace mixt;
 
@@ -44,17 +48,27 @@ Tensor mish(const Tensor& x) {
 }  // namespace
 
 int main() {
-  Tensor x = from_vector(std::vector<float>{-2, -1, 0, 1, 2});
+  const std::vector<float> xs = {-2, -1, 0, 1, 2};
+  Tensor x = from_vector(xs);
   Tensor y = mish(x);
   std::cout << y << "\n";
-  // Check against the composition of built-in ops.
+  // Check against the formula in double and against the composition of built-in ops.
+  const auto yv = y.to_vector<double>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double want = xs[i] * std::tanh(std::log1p(std::exp(static_cast<double>(xs[i]))));
+    example::require(std::abs(yv[i] - want) <= 1e-6 * (1 + std::abs(want)), "mish's value at " + std::to_string(xs[i]));
+  }
   Tensor ref = x * tanh(softplus(x));
   const double diff = max((y - ref).abs()).item<double>();
   std::cout << "max difference to the built-in composition: " << diff << "\n";
+  example::require(diff < 1e-6, "mish matches x * tanh(softplus(x))");
+  bool raised = false;
   try {
     mish(from_vector(std::vector<int32_t>{1}));
   } catch (const Error& e) {
     std::cout << "error: " << e.what() << "\n";
+    raised = std::string(e.what()).find("float32 or float64") != std::string::npos;
   }
-  return diff < 1e-6 ? 0 : 1;
+  example::require(raised, "an int32 input raises mixt::Error naming the accepted dtypes");
+  return 0;
 }

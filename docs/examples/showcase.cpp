@@ -1,11 +1,16 @@
 // The README's demo: a short tour of the runtime — the dtype table, the op table,
 // the path of one call through the dispatcher, ops in several precisions on the
-// CPU (and the GPU when there is one), and what an error looks like.
+// CPU (and the GPU when there is one), and what an error looks like. It checks the
+// figures it shows (errors within each dtype's rounding, the fp8 rules, the dispatch
+// target) and exits with 1 when one is wrong.
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #include <mixt/mixt.h>
+
+#include "example_support.h"
 
 using namespace mixt;
 
@@ -63,6 +68,7 @@ void show_dispatch_path() {
   std::printf("tls excluded     %s   (autocast starts off)\n", keys_str(tls_dispatch_keys.excluded).c_str());
   std::printf("kernels for add  %s\n", keys_str(e.mask).c_str());
   std::printf("=> dispatched to %s\n", keys_str(DispatchKeySet(dispatch_keys(c).highest())).c_str());
+  example::require(dispatch_keys(c).highest() == DispatchKey::Autograd, "add dispatches to Autograd first");
   {
     UnexcludeKeysGuard autocast_on(DispatchKey::AutocastCPU);
     std::printf("with AutocastCPU enabled the set is %s: add has no autocast rule, so it falls through\n",
@@ -73,6 +79,26 @@ void show_dispatch_path() {
 double rel_err(const Tensor& got, const Tensor& ref) {
   const Tensor diff = max((got.to(Device::cpu(), kFloat64) - ref).abs());
   return diff.item<double>() / max(ref.abs()).item<double>();
+}
+
+// The largest error (relative to the largest |result|) a 256x256 product of N(0, 1)
+// operands may show: rounding the operands to `t` (unit roundoff u each) moves each
+// result by about sqrt(2 K / 3) u on a largest result of about 4.5 sqrt(K), so by
+// about u after normalization; 4 u leaves a margin. The float32 accumulation of K = 256
+// terms adds a few sqrt(K) 2^-24 (6e-7 measured with OpenBLAS; 64 2^-24 allowed, as
+// the order of the sums differs between BLAS kernels), rounding the result to `out` one
+// unit of it.
+double allowed_error(ScalarType t, ScalarType out) {
+  auto unit = [](ScalarType d) {
+    switch (d) {
+      case kFloat32: return 0x1p-24;
+      case kBFloat16: return 0x1p-9;
+      case kFloat16: return 0x1p-11;
+      case kFloat8_e4m3fn: return 0x1p-4;
+      default: return 1.0;
+    }
+  };
+  return 4 * unit(t) + 64 * 0x1p-24 + unit(out);
 }
 
 void show_precisions(Device dev) {
@@ -88,8 +114,11 @@ void show_precisions(Device dev) {
     for (ScalarType out : outs) {
       try {
         Tensor r = mm(x, y, out);
+        const double e = rel_err(r, ref);
         std::printf("%-16s %-14s %.2e\n", std::string(dtype_name(t)).c_str(),
-                    std::string(dtype_name(r.dtype())).c_str(), rel_err(r, ref));
+                    std::string(dtype_name(r.dtype())).c_str(), e);
+        example::require(r.dtype() == out && e <= allowed_error(t, out),
+                         std::string(dtype_name(t)) + " -> " + std::string(dtype_name(out)) + " error");
       } catch (const Error& err) {
         std::printf("%-16s %-14s not available here: %s\n", std::string(dtype_name(t)).c_str(),
                     std::string(dtype_name(out)).c_str(), err.message().c_str());
@@ -120,15 +149,23 @@ void show_fp8() {
   std::printf("input          %s\n", v.str().c_str());
   std::printf("float8_e4m3fn  %s  (saturates at 448)\n", v.to(kFloat8_e4m3fn).to(kFloat32).str().c_str());
   std::printf("float8_e5m2    %s  (Inf from 61440)\n", v.to(kFloat8_e5m2).to(kFloat32).str().c_str());
+  const double inf = std::numeric_limits<double>::infinity();
+  example::require(v.to(kFloat8_e4m3fn).to_vector<double>() == std::vector<double>{0.3125, 288, 448, 448, 448, 448, 448},
+                   "float8_e4m3fn rounding and saturation");
+  example::require(v.to(kFloat8_e5m2).to_vector<double>() == std::vector<double>{0.3125, 320, 448, 512, 57344, inf, inf},
+                   "float8_e5m2 rounding and overflow");
 }
 
 void show_error() {
   section("errors name the op and its inputs");
+  bool raised = false;
   try {
     add(ones({2, 3}), ones({4}));
   } catch (const Error& e) {
     std::printf("%s\n", e.what());
+    raised = true;
   }
+  example::require(raised, "add of [2, 3] and [4] raises mixt::Error");
 }
 
 }  // namespace
