@@ -22,13 +22,8 @@ void update_scale_(Tensor& scale, Tensor& growth_tracker, Tensor& hysteresis_tra
   c.push(found_inf);
   c.push(skipped_steps);
   c.push(floor_hits);
-  c.attrs.s0 = rule.growth_factor;
-  c.attrs.s1 = rule.backoff_factor;
-  c.attrs.s2 = rule.min_scale;
-  c.attrs.s3 = rule.max_scale;
-  c.attrs.i0 = rule.growth_interval;
-  c.attrs.i1 = rule.hysteresis;
-  c.attrs.flag = rule.consecutive_hysteresis;
+  c.attrs.get<attrs::ScaleUpdate>() = {rule.growth_factor, rule.backoff_factor, rule.min_scale, rule.max_scale,
+                                       rule.growth_interval, rule.hysteresis, rule.consecutive_hysteresis};
   for (Tensor* t : {&growth_tracker, &hysteresis_tracker, &skipped_steps, &floor_hits}) t->bump_version();
   call_inplace(c, scale);
 }

@@ -48,7 +48,6 @@ int run_dispatch(int argc, char** argv) {
         OpCall c(OpId::add);
         c.push(a);
         c.push(b);
-        c.attrs.s0 = 1;
         add_kernel(c, cpu_keys);
         sink = sink + c.out[0].numel();
       },

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include <mixt/dispatcher/attrs.h>
 #include <mixt/dispatcher/keys.h>
 #include <mixt/runtime/macros.h>
 
@@ -35,9 +36,11 @@ enum : uint32_t {
 // Ids of the built-in ops, in op_table.def order. Custom ops get ids after
 // kNumBuiltinOps.
 enum class OpId : uint16_t {
-#define MIXT_OP(name, min_in, max_in, n_out, flags) name,
+#define MIXT_ATTRS(Name, seq)
+#define MIXT_OP(name, min_in, max_in, n_out, flags, attr_struct) name,
 #include <mixt/dispatcher/op_table.def>
 #undef MIXT_OP
+#undef MIXT_ATTRS
   kNumBuiltinOps
 };
 constexpr int kNumBuiltinOps = static_cast<int>(OpId::kNumBuiltinOps);
@@ -50,6 +53,8 @@ struct OpSchema {
   uint8_t max_inputs = 0;
   uint8_t outputs = 1;
   uint32_t flags = op_flags::None;
+  // The op's named attributes (an attribute struct's schema: T::kSchema).
+  const AttrSchema* attrs = &attrs::NoAttrs::kSchema;
 };
 
 // A registered op: its schema and its kernel per dispatch key.

@@ -7,32 +7,19 @@
 #include <span>
 #include <string>
 
+#include <mixt/dispatcher/attrs.h>
 #include <mixt/dispatcher/op.h>
+#include <mixt/dispatcher/op_attrs.h>
 #include <mixt/runtime/tensor.h>
 
 namespace mixt {
 
-class Generator;
-
 constexpr int kMaxInputs = 6;
 constexpr int kMaxOutputs = 3;
 
-// The attribute block. Each op documents which fields it reads (op_table.def).
-struct Attrs {
-  Shape shape;   // sizes, dims list
-  Shape shape2;  // second list (as_strided strides)
-  Scalar s0, s1, s2, s3, s4;
-  int64_t dim = 0;
-  int64_t i0 = 0, i1 = 0, i2 = 0;
-  ScalarType dtype = ScalarType::Undefined;
-  Device device;
-  bool keepdim = false;
-  bool flag = false;
-  Generator* generator = nullptr;
-};
-
 struct OpCall {
-  explicit OpCall(OpId id) : op(id) {}
+  // A call of `id` with its attributes at their declared defaults.
+  explicit OpCall(OpId id) : op(id) { attrs.reset(*op_entry(id).schema.attrs); }
 
   // Appends an input (may be undefined for an optional input).
   void push(const Tensor& t) {

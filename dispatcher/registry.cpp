@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include <mixt/dispatcher/dispatch.h>
+#include <mixt/dispatcher/op_attrs.h>
 #include <mixt/autocast/autocast.h>
 #include <mixt/runtime/autograd/autograd.h>
 #include <mixt/runtime/check.h>
@@ -17,9 +18,12 @@ using namespace op_flags;
 
 namespace {
 constexpr OpSchema kBuiltinSchemas[] = {
-#define MIXT_OP(name, min_in, max_in, n_out, flags) OpSchema{#name, min_in, max_in, n_out, flags},
+#define MIXT_ATTRS(Name, seq)
+#define MIXT_OP(name, min_in, max_in, n_out, flags, attr_struct) \
+  OpSchema{#name, min_in, max_in, n_out, flags, &::mixt::attrs::attr_struct::kSchema},
 #include <mixt/dispatcher/op_table.def>
 #undef MIXT_OP
+#undef MIXT_ATTRS
 };
 static_assert(sizeof(kBuiltinSchemas) / sizeof(OpSchema) == kNumBuiltinOps);
 }  // namespace
@@ -92,10 +96,10 @@ void ensure_kernels_registered() {
 // knowing which op it served: name the op, keep the helper's name in the message,
 // and describe the inputs (the requested sizes for a factory).
 namespace {
-// The call's inputs, or the requested sizes of a call without tensor inputs (a factory).
+// The call's inputs, or the attributes of a call without tensor inputs (a factory's sizes).
 std::string describe_call(const OpCall& call) {
   std::string context = call.describe_inputs();
-  if (context.empty() && !call.attrs.shape.empty()) context = fmt::format("sizes {}", call.attrs.shape);
+  if (context.empty()) context = call.attrs.describe();
   return context;
 }
 }  // namespace
@@ -149,6 +153,9 @@ OpId register_op(const OpSchema& schema) {
              schema.max_inputs);
   MIXT_CHECK(schema.outputs >= 1 && schema.outputs <= kMaxOutputs, "register_op",
              "op '{}': 1..{} outputs supported (got {})", schema.name, kMaxOutputs, schema.outputs);
+  MIXT_CHECK(schema.attrs != nullptr && schema.attrs->size <= kMaxAttrBytes, "register_op",
+             "op '{}': its attribute struct must be declared with MIXT_ATTRS_STRUCT and fit {} bytes", schema.name,
+             kMaxAttrBytes);
   MIXT_CHECK(!has_op(schema.name), "register_op", "an op named '{}' already exists", schema.name);
   std::lock_guard lock(detail::g_registry_mutex);
   MIXT_CHECK(detail::g_num_ops < kMaxOps, "register_op", "the op table is full ({} ops)", kMaxOps);

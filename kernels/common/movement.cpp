@@ -59,7 +59,7 @@ void cat_kernel(OpCall& c, DispatchKeySet) {
     return;
   }
   MIXT_CHECK_OP(ref->dim() > 0, c, "zero-dimensional tensors cannot be concatenated (use stack)");
-  const int d = static_cast<int>(wrap_dim(c.attrs.dim, ref->dim(), "cat"));
+  const int d = static_cast<int>(wrap_dim(c.attrs.get<attrs::Dim>().dim, ref->dim(), "cat"));
   Shape out_sizes = ref->sizes();
   out_sizes[d] = 0;
   for (const Tensor& t : c.list) {
@@ -89,7 +89,7 @@ void stack_kernel(OpCall& c, DispatchKeySet) {
   for (const Tensor& t : c.list)
     MIXT_CHECK_OP(t.sizes() == ref.sizes(), c, "stack expects tensors of one shape, got {} and {}", ref.sizes(),
                   t.sizes());
-  const int d = static_cast<int>(wrap_dim(c.attrs.dim, ref.dim() + 1, "stack"));
+  const int d = static_cast<int>(wrap_dim(c.attrs.get<attrs::Dim>().dim, ref.dim() + 1, "stack"));
   MIXT_CHECK_OP(ref.dim() < kMaxDims, c, "the result would have more than {} dimensions", kMaxDims);
   Shape out_sizes = ref.sizes();
   out_sizes.insert(d, static_cast<int64_t>(c.list.size()));

@@ -61,10 +61,11 @@ Shape tail(const Shape& s, int from) {
   return r;
 }
 
-Reduction reduction_of(const OpCall& c) {
-  const int64_t r = c.attrs.i1;
-  MIXT_CHECK_OP(r >= 0 && r <= 2, c, "reduction must be 0 (none), 1 (mean) or 2 (sum), got {}", r);
-  return static_cast<Reduction>(r);
+// `r` after checking it is one of the three reductions (a caller may cast any integer).
+Reduction checked(const OpCall& c, Reduction r) {
+  MIXT_CHECK_OP(r == Reduction::None || r == Reduction::Mean || r == Reduction::Sum, c,
+                "reduction must be none, mean or sum, got {}", static_cast<int>(r));
+  return r;
 }
 
 // The plain reductions of an elementwise loss.
@@ -81,8 +82,9 @@ void finish(OpCall& c, const Tensor& result, ScalarType dtype) { c.out[0] = resu
 
 void group_norm_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& x = c.in[0];
-  const int64_t groups = c.attrs.i0;
-  const double eps = c.attrs.s0.has_value() ? c.attrs.s0.to_double() : 1e-5;
+  const auto& a = c.attrs.get<attrs::GroupNorm>();
+  const int64_t groups = a.groups;
+  const double eps = a.eps;
   check_floating(c, x, "input");
   MIXT_CHECK_OP(x.dim() >= 2, c, "expected an input [N, C, *], got shape {}", x.sizes());
   const int64_t n = x.size(0), channels = x.size(1);
@@ -98,9 +100,9 @@ void group_norm_kernel(OpCall& c, DispatchKeySet) {
 void batch_norm_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& x = c.in[0];
   Tensor running_mean = c.in[1], running_var = c.in[2];
-  const bool training = c.attrs.flag;
-  const double momentum = c.attrs.s0.has_value() ? c.attrs.s0.to_double() : 0.1;
-  const double eps = c.attrs.s1.has_value() ? c.attrs.s1.to_double() : 1e-5;
+  const auto& a = c.attrs.get<attrs::BatchNorm>();
+  const bool training = a.training;
+  const double momentum = a.momentum, eps = a.eps;
   check_floating(c, x, "input");
   MIXT_CHECK_OP(x.dim() >= 2, c, "expected an input [N, C, *], got shape {}", x.sizes());
   const int64_t channels = x.size(1);
@@ -138,10 +140,11 @@ void check_probability(const OpCall& c, double p) {
 
 void dropout_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& x = c.in[0];
-  const double p = c.attrs.s0.has_value() ? c.attrs.s0.to_double() : 0.5;
+  const auto& a = c.attrs.get<attrs::Dropout>();
+  const double p = a.p;
   check_probability(c, p);
   check_floating(c, x, "input");
-  if (!c.attrs.flag || p == 0.0 || x.numel() == 0) {
+  if (!a.training || p == 0.0 || x.numel() == 0) {
     c.out[0] = x;
     return;
   }
@@ -214,8 +217,9 @@ void nll_loss_kernel(OpCall& c, DispatchKeySet) {
   check_floating(c, logp, "input");
   MIXT_CHECK_OP(logp.dim() >= 1, c, "expected an input [C], [N, C] or [N, C, d...], got a 0-D tensor");
   class_dim_weight(c, opt(c, 2), logp);
-  const Picked p = pick(c, up(logp), c.in[1], opt(c, 2), c.attrs.i0);
-  finish(c, reduce_weighted(p.loss, p.weight, reduction_of(c)), logp.dtype());
+  const auto& a = c.attrs.get<attrs::NllLoss>();
+  const Picked p = pick(c, up(logp), c.in[1], opt(c, 2), a.ignore_index);
+  finish(c, reduce_weighted(p.loss, p.weight, checked(c, a.reduction)), logp.dtype());
 }
 
 // Cross entropy against class probabilities (the logits' shape), smoothed by label_smoothing.
@@ -236,8 +240,9 @@ Tensor soft_target_loss(const OpCall& c, const Tensor& logp, const Tensor& targe
 void cross_entropy_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& logits = c.in[0];
   const Tensor& target = c.in[1];
-  const double smoothing = c.attrs.s0.has_value() ? c.attrs.s0.to_double() : 0.0;
-  const Reduction r = reduction_of(c);
+  const auto& a = c.attrs.get<attrs::CrossEntropy>();
+  const double smoothing = a.label_smoothing;
+  const Reduction r = checked(c, a.reduction);
   check_floating(c, logits, "input");
   MIXT_CHECK_OP(logits.dim() >= 1, c, "expected logits [C], [N, C] or [N, C, d...], got a 0-D tensor");
   MIXT_CHECK_OP(smoothing >= 0.0 && smoothing <= 1.0, c, "label_smoothing must be between 0.0 and 1.0, got {}",
@@ -249,12 +254,12 @@ void cross_entropy_kernel(OpCall& c, DispatchKeySet) {
     finish(c, soft_target_loss(c, logp, target, w, smoothing, r), logits.dtype());
     return;
   }
-  const Picked p = pick(c, logp, target, opt(c, 2), c.attrs.i0);
+  const Picked p = pick(c, logp, target, opt(c, 2), a.ignore_index);
   Tensor loss = reduce_weighted(p.loss, p.weight, r);
   if (smoothing > 0) {
     // PyTorch's rule: (1 - s) * nll + s / C * (the sum of -w_c logp_c over classes, reduced like the nll).
     const Tensor spread = neg(sum(w.defined() ? mul(logp, w) : logp, {cls}));
-    const Tensor smooth = masked_fill(spread, eq(target.to(kInt64), c.attrs.i0), 0.0);
+    const Tensor smooth = masked_fill(spread, eq(target.to(kInt64), a.ignore_index), 0.0);
     const Tensor smooth_r = reduce_weighted(smooth, p.weight, r);
     loss = add(mul(loss, 1.0 - smoothing), mul(smooth_r, smoothing / static_cast<double>(classes)));
   }
@@ -282,7 +287,13 @@ Tensor piecewise_loss(const Tensor& diff, double knee, double quad, double slope
 void pair_loss_kernel(OpCall& c, DispatchKeySet) {
   const ScalarType dt = pair_dtype(c, c.in[0], c.in[1]);
   const Tensor diff = sub(up(c.in[0]), up(c.in[1]));
-  const double s = c.attrs.s0.has_value() ? c.attrs.s0.to_double() : 1.0;
+  // smooth_l1's beta or huber's delta (mse and l1 have neither).
+  const double s = c.op == OpId::smooth_l1_loss ? c.attrs.get<attrs::SmoothL1>().beta
+                   : c.op == OpId::huber_loss   ? c.attrs.get<attrs::Huber>().delta
+                                                : 1.0;
+  const Reduction r = c.op == OpId::smooth_l1_loss ? c.attrs.get<attrs::SmoothL1>().reduction
+                      : c.op == OpId::huber_loss   ? c.attrs.get<attrs::Huber>().reduction
+                                                   : c.attrs.get<attrs::Loss>().reduction;
   Tensor loss;
   switch (c.op) {
     case OpId::mse_loss:
@@ -300,7 +311,7 @@ void pair_loss_kernel(OpCall& c, DispatchKeySet) {
       loss = piecewise_loss(diff, s, 0.5, s);
       break;
   }
-  finish(c, reduce(loss, reduction_of(c)), dt);
+  finish(c, reduce(loss, checked(c, r)), dt);
 }
 
 // The optional elementwise weight of a binary loss: floating and broadcastable to the input.
@@ -331,7 +342,7 @@ void binary_cross_entropy_kernel(OpCall& c, DispatchKeySet) {
   const Tensor log_p = clamp_min(log(pf), -100), log_q = clamp_min(log1p(neg(pf)), -100);
   Tensor loss = neg(add(mul(y, log_p), mul(sub(1.0, y), log_q)));
   if (w.defined()) loss = mul(loss, w);
-  finish(c, reduce(loss, reduction_of(c)), p.dtype());
+  finish(c, reduce(loss, checked(c, c.attrs.get<attrs::Loss>().reduction)), p.dtype());
 }
 
 // (1 - y) x + (1 + (pos_weight - 1) y) softplus(-x): stable for large |x|.
@@ -343,15 +354,16 @@ void bce_with_logits_kernel(OpCall& c, DispatchKeySet) {
   const Tensor sp = softplus(neg(xf));
   Tensor loss = add(mul(sub(1.0, y), xf), pw.defined() ? mul(add(mul(sub(pw, 1.0), y), 1.0), sp) : sp);
   if (w.defined()) loss = mul(loss, w);
-  finish(c, reduce(loss, reduction_of(c)), x.dtype());
+  finish(c, reduce(loss, checked(c, c.attrs.get<attrs::Loss>().reduction)), x.dtype());
 }
 
 // target * (log target - input), 0 where target == 0; with log_target: exp(target) * (target - input).
 void kl_div_kernel(OpCall& c, DispatchKeySet) {
   const ScalarType dt = pair_dtype(c, c.in[0], c.in[1]);
   const Tensor x = up(c.in[0]), t = up(c.in[1]);
-  const Tensor loss = c.attrs.flag ? mul(exp(t), sub(t, x)) : mul(t, sub(log(where(eq(t, 0), Scalar(1.0), t)), x));
-  finish(c, reduce(loss, reduction_of(c)), dt);
+  const auto& a = c.attrs.get<attrs::KlDiv>();
+  const Tensor loss = a.log_target ? mul(exp(t), sub(t, x)) : mul(t, sub(log(where(eq(t, 0), Scalar(1.0), t)), x));
+  finish(c, reduce(loss, checked(c, a.reduction)), dt);
 }
 
 // ---- similarity and attention ----
@@ -363,8 +375,9 @@ void cosine_similarity_kernel(OpCall& c, DispatchKeySet) {
   ScalarType dt = promote_types_or_undefined(a.dtype(), b.dtype());
   MIXT_CHECK_OP(dt != ScalarType::Undefined, c, "no common dtype for {} and {}", a.dtype(), b.dtype());
   if (!is_floating(dt)) dt = kFloat32;  // integer and bool inputs compare as float32, as PyTorch
-  const Shape dim{wrap_dim(c.attrs.dim, shape.size(), "cosine_similarity")};
-  const double eps = c.attrs.s0.has_value() ? c.attrs.s0.to_double() : 1e-8;
+  const auto& at = c.attrs.get<attrs::CosineSimilarity>();
+  const Shape dim{wrap_dim(at.dim, shape.size(), "cosine_similarity")};
+  const double eps = at.eps;
   const Tensor x = up(expand(a.to(dt), shape)), y = up(expand(b.to(dt), shape));
   // Each side is divided by its (clamped) norm first: the result stays within [-1, 1].
   const Tensor nx = clamp_min(norm(x, 2.0, dim, /*keepdim=*/true), eps);
@@ -383,7 +396,8 @@ void check_attention(const OpCall& c, const Tensor& q, const Tensor& k, const Te
   MIXT_CHECK_OP(k.size(-2) == v.size(-2), c, "key and value have different sequence lengths: {} and {}", k.size(-2),
                 v.size(-2));
   if (!mask.defined()) return;
-  MIXT_CHECK_OP(!c.attrs.flag, c, "is_causal cannot be combined with an explicit attn_mask");
+  MIXT_CHECK_OP(!c.attrs.get<attrs::Attention>().is_causal, c,
+                "is_causal cannot be combined with an explicit attn_mask");
   MIXT_CHECK_OP(mask.dtype() == kBool || is_floating(mask.dtype()), c,
                 "attn_mask must be bool (true = attend) or floating (added to the scores), got {}", mask.dtype());
   broadcast_shapes(mask.sizes(), {q.size(-2), k.size(-2)}, "scaled_dot_product_attention");
@@ -392,15 +406,15 @@ void check_attention(const OpCall& c, const Tensor& q, const Tensor& k, const Te
 void sdpa_kernel(OpCall& c, DispatchKeySet) {
   const Tensor &q = c.in[0], &k = c.in[1], &v = c.in[2];
   const Tensor mask = opt(c, 3);
-  const double p = c.attrs.s0.has_value() ? c.attrs.s0.to_double() : 0.0;
+  const auto& a = c.attrs.get<attrs::Attention>();
+  const double p = a.dropout_p;
   check_attention(c, q, k, v, mask);
   check_probability(c, p);
   const int64_t L = q.size(-2), S = k.size(-2);
-  const double scale =
-      c.attrs.s1.has_value() ? c.attrs.s1.to_double() : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  const double scale = a.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
   Tensor scores = mul(matmul(up(q), transpose(up(k), -2, -1)), scale);
   Tensor keep = mask.defined() && mask.dtype() == kBool ? mask : Tensor();
-  if (c.attrs.flag) {
+  if (a.is_causal) {
     const TensorOptions o{.dtype = kInt64, .device = q.device()};
     keep = ge(unsqueeze(arange(L, o), 1), unsqueeze(arange(S, o), 0));  // lower triangle, top-left aligned
   }
@@ -417,12 +431,11 @@ void sdpa_kernel(OpCall& c, DispatchKeySet) {
 
 // ---- convolutions ----
 
-// Output spatial sizes of a convolution; `geom` = stride, padding, dilation (one value per spatial dim each).
-Shape conv_output_sizes(const OpCall& c, const Shape& in, const Shape& kernel, const Shape& geom) {
-  const int r = kernel.size();
+// Output spatial sizes of a convolution of an image of spatial size `in`.
+Shape conv_output_sizes(const OpCall& c, const Shape& in, const Shape& kernel, const attrs::Conv& a) {
   Shape out;
-  for (int i = 0; i < r; ++i)
-    out.push_back(window_output_size(c, in[i], kernel[i], geom[i], geom[r + i], geom[2 * r + i]));
+  for (int i = 0; i < kernel.size(); ++i)
+    out.push_back(window_output_size(c, in[i], kernel[i], a.stride[i], a.padding[i], a.dilation[i]));
   return out;
 }
 
@@ -431,7 +444,8 @@ template <int Rank>
 void conv_kernel(OpCall& c, DispatchKeySet) {
   const Tensor &x_in = c.in[0], &w = c.in[1];
   const Tensor b = opt(c, 2);
-  const int64_t groups = c.attrs.i0;
+  const auto& a = c.attrs.get<attrs::Conv>();
+  const int64_t groups = a.groups;
   check_floating(c, x_in, "input");
   MIXT_CHECK_OP(x_in.dtype() == w.dtype() && (!b.defined() || b.dtype() == w.dtype()), c,
                 "input, weight and bias must have one dtype");
@@ -448,12 +462,12 @@ void conv_kernel(OpCall& c, DispatchKeySet) {
   MIXT_CHECK_OP(w.size(1) == c_in / groups, c, "the weight of shape {} expects {} input channels, the input has {}",
                 w.sizes(), w.size(1) * groups, c_in);
   check_channel_param(c, b, c_out, "bias");
-  const Shape kernel = tail(w.sizes(), 2), geom = c.attrs.shape;
-  MIXT_CHECK_OP(geom.size() == 3 * Rank, c, "expected stride, padding and dilation per spatial dim, got {}", geom);
-  const Shape out_spatial = conv_output_sizes(c, tail(x.sizes(), 2), kernel, geom);
-  const Shape stride(geom.span().subspan(0, Rank)), padding(geom.span().subspan(Rank, Rank)),
-      dilation(geom.span().subspan(2 * Rank, Rank));
-  const Tensor cols = F::im2col(x, kernel, stride, padding, dilation);  // [N, C_in * K, L]
+  const Shape kernel = tail(w.sizes(), 2);
+  MIXT_CHECK_OP(a.stride.size() == Rank && a.padding.size() == Rank && a.dilation.size() == Rank, c,
+                "expected stride, padding and dilation with {} values each, got {}, {}, {}", Rank, a.stride,
+                a.padding, a.dilation);
+  const Shape out_spatial = conv_output_sizes(c, tail(x.sizes(), 2), kernel, a);
+  const Tensor cols = F::im2col(x, kernel, a.stride, a.padding, a.dilation);  // [N, C_in * K, L]
   const int64_t ck = c_in / groups * kernel.numel(), blocks = out_spatial.numel();
   const ScalarType acc = is_reduced_float(x.dtype()) ? kFloat32 : ScalarType::Undefined;
   const Tensor prod = matmul(reshape(w, {groups, c_out / groups, ck}), reshape(cols, {n, groups, ck, blocks}), acc);

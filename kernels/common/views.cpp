@@ -17,7 +17,7 @@ void set_view(OpCall& c, const Shape& sizes, const Shape& strides, int64_t offse
 
 void view_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& t = c.in[0];
-  const Shape shape = infer_size(c.attrs.shape, t.numel(), "view");
+  const Shape shape = infer_size(c.attrs.get<attrs::Sizes>().sizes, t.numel(), "view");
   auto st = view_strides(t.sizes(), t.strides(), shape);
   MIXT_CHECK_OP(st.has_value(), c,
                 "shape {} cannot view this tensor's memory (strides {}): use reshape(), which copies", shape,
@@ -27,7 +27,7 @@ void view_kernel(OpCall& c, DispatchKeySet) {
 
 void permute_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& t = c.in[0];
-  const Shape& dims = c.attrs.shape;
+  const Shape& dims = c.attrs.get<attrs::Dims>().dims;
   MIXT_CHECK_OP(dims.size() == t.dim(), c, "{} dims given for a tensor of {} dimensions", dims.size(), t.dim());
   Shape sizes, strides;
   bool seen[kMaxDims] = {};
@@ -44,10 +44,11 @@ void permute_kernel(OpCall& c, DispatchKeySet) {
 void slice_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& t = c.in[0];
   MIXT_CHECK_OP(t.dim() > 0, c, "cannot slice a 0-dim tensor");
-  const int d = static_cast<int>(wrap_dim(c.attrs.dim, t.dim(), "slice"));
-  const int64_t n = t.sizes()[d], step = c.attrs.i2;
+  const auto& a = c.attrs.get<attrs::Slice>();
+  const int d = static_cast<int>(wrap_dim(a.dim, t.dim(), "slice"));
+  const int64_t n = t.sizes()[d], step = a.step;
   MIXT_CHECK_OP(step > 0, c, "slice step must be positive (got {})", step);
-  int64_t start = c.attrs.i0, end = c.attrs.i1;
+  int64_t start = a.start, end = a.end;
   if (start < 0) start += n;
   if (end < 0) end += n;
   start = std::clamp<int64_t>(start, 0, n);
@@ -62,9 +63,10 @@ void slice_kernel(OpCall& c, DispatchKeySet) {
 void select_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& t = c.in[0];
   MIXT_CHECK_OP(t.dim() > 0, c, "cannot select from a 0-dim tensor");
-  const int d = static_cast<int>(wrap_dim(c.attrs.dim, t.dim(), "select"));
+  const auto& a = c.attrs.get<attrs::Select>();
+  const int d = static_cast<int>(wrap_dim(a.dim, t.dim(), "select"));
   const int64_t n = t.sizes()[d];
-  int64_t i = c.attrs.i0;
+  int64_t i = a.index;
   MIXT_CHECK_OP(i >= -n && i < n, c, "index {} is out of range for dimension {} of size {}", i, d, n);
   if (i < 0) i += n;
   Shape sizes = t.sizes(), strides = t.strides();
@@ -75,7 +77,7 @@ void select_kernel(OpCall& c, DispatchKeySet) {
 
 void expand_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& t = c.in[0];
-  const Shape& target = c.attrs.shape;
+  const Shape& target = c.attrs.get<attrs::Sizes>().sizes;
   MIXT_CHECK_OP(target.size() >= t.dim(), c, "cannot expand {} dimensions to the {} of {}", t.dim(),
                 target.size(), target);
   Shape sizes, strides;
@@ -102,10 +104,11 @@ void expand_kernel(OpCall& c, DispatchKeySet) {
 void squeeze_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& t = c.in[0];
   bool drop[kMaxDims] = {};
-  if (c.attrs.shape.empty()) {
+  const Shape& dims = c.attrs.get<attrs::Dims>().dims;
+  if (dims.empty()) {
     for (int d = 0; d < t.dim(); ++d) drop[d] = t.sizes()[d] == 1;
   } else {
-    for (int64_t dim : c.attrs.shape) {
+    for (int64_t dim : dims) {
       if (t.dim() == 0) {
         wrap_dim(dim, 0, "squeeze");
         continue;
@@ -125,7 +128,7 @@ void squeeze_kernel(OpCall& c, DispatchKeySet) {
 
 void unsqueeze_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& t = c.in[0];
-  const int d = static_cast<int>(wrap_dim(c.attrs.dim, t.dim() + 1, "unsqueeze"));
+  const int d = static_cast<int>(wrap_dim(c.attrs.get<attrs::Dim>().dim, t.dim() + 1, "unsqueeze"));
   MIXT_CHECK_OP(t.dim() < kMaxDims, c, "a tensor of {} dimensions cannot gain another (at most {})", t.dim(),
                 kMaxDims);
   Shape sizes = t.sizes(), strides = t.strides();
@@ -139,10 +142,11 @@ void unsqueeze_kernel(OpCall& c, DispatchKeySet) {
 
 void as_strided_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& t = c.in[0];
-  const Shape& sizes = c.attrs.shape;
-  const Shape& strides = c.attrs.shape2;
+  const auto& a = c.attrs.get<attrs::AsStrided>();
+  const Shape& sizes = a.sizes;
+  const Shape& strides = a.strides;
   MIXT_CHECK_OP(sizes.size() == strides.size(), c, "sizes {} and strides {} differ in length", sizes, strides);
-  const int64_t offset = c.attrs.i0 < 0 ? t.storage_offset() : c.attrs.i0;
+  const int64_t offset = a.storage_offset.value_or(t.storage_offset());
   checked_numel(sizes, "as_strided");
   const int64_t end = checked_extent(sizes, strides, offset, "as_strided");
   const int64_t capacity = static_cast<int64_t>(t.impl()->storage->nbytes) / t.element_size();

@@ -128,9 +128,10 @@ void update_scale_kernel(OpCall& c, DispatchKeySet) {
   int32_t& hysteresis = *c.in[2].data_ptr<int32_t>();
   int64_t& skipped = *c.in[4].data_ptr<int64_t>();
   int64_t& floor_hits = *c.in[5].data_ptr<int64_t>();
-  const double growth_factor = c.attrs.s0.to_double(), backoff = c.attrs.s1.to_double();
-  const double min_scale = c.attrs.s2.to_double(), max_scale = c.attrs.s3.to_double();
-  const int64_t interval = c.attrs.i0, hysteresis_steps = c.attrs.i1;
+  const auto& rule = c.attrs.get<attrs::ScaleUpdate>();
+  const double growth_factor = rule.growth_factor, backoff = rule.backoff_factor;
+  const double min_scale = rule.min_scale, max_scale = rule.max_scale;
+  const int64_t interval = rule.growth_interval, hysteresis_steps = rule.hysteresis;
   MIXT_CHECK_OP(std::isfinite(growth_factor) && growth_factor > 0 && std::isfinite(backoff) && backoff > 0 &&
                     min_scale >= 0 && min_scale <= max_scale && interval >= 1 && interval < (int64_t{1} << 31) &&
                     hysteresis_steps >= 1 && hysteresis_steps < (int64_t{1} << 31),
@@ -148,7 +149,7 @@ void update_scale_kernel(OpCall& c, DispatchKeySet) {
       scale = static_cast<float>(next < min_scale ? min_scale : next);
     }
   } else {
-    if (c.attrs.flag) hysteresis = static_cast<int32_t>(hysteresis_steps);
+    if (rule.consecutive_hysteresis) hysteresis = static_cast<int32_t>(hysteresis_steps);
     if (growth + 1 == interval) {  // exact equality, as PyTorch
       growth = 0;
       hysteresis = static_cast<int32_t>(hysteresis_steps);

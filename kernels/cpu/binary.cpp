@@ -42,7 +42,7 @@ void check_alpha(const OpCall& c, const Scalar& alpha, ScalarType compute) {
 }
 
 void add_kernel(OpCall& c, DispatchKeySet) {
-  const Scalar alpha = c.attrs.s0.has_value() ? c.attrs.s0 : Scalar(1);
+  const Scalar alpha = c.attrs.get<attrs::Alpha>().alpha;
   Elementwise e = prepare_elementwise(c, 2, binary_options(ResultRule::Promote, kAll));
   check_alpha(c, alpha, e.compute);
   run<kAll>(c, e, [&](auto tag) {
@@ -54,7 +54,7 @@ void add_kernel(OpCall& c, DispatchKeySet) {
 void sub_kernel(OpCall& c, DispatchKeySet) {
   MIXT_CHECK_OP(c.in[0].dtype() != kBool && c.in[1].dtype() != kBool, c,
                 "subtraction with a bool tensor is not supported: use logical_xor() or logical_not() instead");
-  const Scalar alpha = c.attrs.s0.has_value() ? c.attrs.s0 : Scalar(1);
+  const Scalar alpha = c.attrs.get<attrs::Alpha>().alpha;
   Elementwise e = prepare_elementwise(c, 2, binary_options(ResultRule::Promote, kNumeric));
   check_alpha(c, alpha, e.compute);
   run<kNumeric>(c, e, [&](auto tag) {
@@ -71,11 +71,12 @@ bool rhs_has(const Elementwise& e, const P& pred) {
   return any_element<T>(e.inputs[1], pred);
 }
 
-// div with rounding mode i0: 0 true division, 1 trunc, 2 floor.
+// div: true division, or integer-valued with trunc / floor rounding.
 void div_kernel(OpCall& c, DispatchKeySet) {
-  const int64_t mode = c.attrs.i0;
-  MIXT_CHECK_OP(mode >= 0 && mode <= 2, c, "unknown rounding mode {}", mode);
-  if (mode == 0) {
+  const Rounding mode = c.attrs.get<attrs::Div>().rounding_mode;
+  MIXT_CHECK_OP(mode == Rounding::True || mode == Rounding::Trunc || mode == Rounding::Floor, c,
+                "unknown rounding mode {}", static_cast<int>(mode));
+  if (mode == Rounding::True) {
     Elementwise e = prepare_elementwise(c, 2, binary_options(ResultRule::PromoteToFloat, kFloating));
     run<kFloating>(c, e, [](auto tag) { return f::Div<opmath_t<typename decltype(tag)::type>>{}; });
     return;
@@ -88,7 +89,7 @@ void div_kernel(OpCall& c, DispatchKeySet) {
       if (e.is_scalar[0] && e.is_scalar[1]) materialize_scalar(e, 0);
       MIXT_CHECK_OP(!rhs_has<T>(e, [](M v) { return v == 0; }), c, "integer division by zero");
     }
-    if (mode == 1)
+    if (mode == Rounding::Trunc)
       run_binary<T, T>(e, f::DivTrunc<M>{});
     else
       run_binary<T, T>(e, f::DivFloor<M>{});

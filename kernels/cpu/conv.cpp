@@ -27,25 +27,39 @@ struct Window {
   int64_t blocks() const { return out[0] * out[1]; }
 };
 
-// The number of spatial dims of attrs.shape (kernel, stride, padding, dilation per spatial dim): 1 or 2.
+// The window attributes of im2col / col2im: one value per spatial dim each.
+struct WindowAttrs {
+  const Shape &kernel, &stride, &padding, &dilation;
+};
+WindowAttrs window_attrs(const OpCall& c) {
+  if (c.op == OpId::col2im) {
+    const auto& a = c.attrs.get<attrs::Col2im>();
+    return {a.kernel, a.stride, a.padding, a.dilation};
+  }
+  const auto& a = c.attrs.get<attrs::Im2col>();
+  return {a.kernel, a.stride, a.padding, a.dilation};
+}
+
+// The number of spatial dims of the window: 1 or 2, the same for every attribute.
 int window_rank(const OpCall& c) {
-  const Shape& a = c.attrs.shape;
-  const int r = a.size() / 4;
-  MIXT_CHECK_OP(a.size() % 4 == 0 && (r == 1 || r == 2), c,
-                "expected kernel, stride, padding and dilation for 1 or 2 spatial dims, got {}", a);
+  const WindowAttrs a = window_attrs(c);
+  const int r = a.kernel.size();
+  MIXT_CHECK_OP((r == 1 || r == 2) && a.stride.size() == r && a.padding.size() == r && a.dilation.size() == r, c,
+                "expected kernel, stride, padding and dilation for 1 or 2 spatial dims, got {}, {}, {}, {}", a.kernel,
+                a.stride, a.padding, a.dilation);
   return r;
 }
 
-// Parses attrs.shape and the image's `spatial` size.
+// The window of the attributes over an image of `spatial` size.
 Window make_window(const OpCall& c, const Shape& spatial) {
-  const Shape& a = c.attrs.shape;
+  const WindowAttrs a = window_attrs(c);
   const int r = window_rank(c);
   MIXT_CHECK_OP(spatial.size() == r, c, "expected {} spatial sizes for a {}-D window, got {}", r, r, spatial);
   Window w;
   w.rank = r;
   for (int i = 0; i < r; ++i) {
     const int j = i + 2 - r;  // 1-D windows fill the second slot
-    w.k[j] = a[i], w.s[j] = a[r + i], w.p[j] = a[2 * r + i], w.d[j] = a[3 * r + i], w.in[j] = spatial[i];
+    w.k[j] = a.kernel[i], w.s[j] = a.stride[i], w.p[j] = a.padding[i], w.d[j] = a.dilation[i], w.in[j] = spatial[i];
     w.out[j] = window_output_size(c, w.in[j], w.k[j], w.s[j], w.p[j], w.d[j]);
   }
   // Every later product of these sizes is bounded by the two checked here.
@@ -116,16 +130,17 @@ void im2col_kernel(OpCall& c, DispatchKeySet) {
 void col2im_kernel(OpCall& c, DispatchKeySet) {
   check_input(c, c.in[0]);
   const Tensor cols = c.in[0].contiguous();
-  const Window w = make_window(c, c.attrs.shape2);
+  const Shape& output_size = c.attrs.get<attrs::Col2im>().output_size;
+  const Window w = make_window(c, output_size);
   MIXT_CHECK_OP(cols.dim() == 3, c, "expected columns [N, C * prod(kernel), L], got shape {}", cols.sizes());
   const int64_t kn = w.kernel_numel();
   MIXT_CHECK_OP(cols.size(1) % kn == 0, c, "dim 1 of the columns ({}) is not a multiple of the kernel size {}",
                 cols.size(1), kn);
   MIXT_CHECK_OP(cols.size(2) == w.blocks(), c,
                 "the columns hold {} blocks but the output size {} with this window gives {}", cols.size(2),
-                c.attrs.shape2, w.blocks());
+                output_size, w.blocks());
   Shape out_sizes{cols.size(0), cols.size(1) / kn};
-  for (int64_t s : c.attrs.shape2) out_sizes.push_back(s);
+  for (int64_t s : output_size) out_sizes.push_back(s);
   Tensor out = make_empty(out_sizes, cols.dtype(), cols.device());
   const int64_t planes = out_sizes[0] * out_sizes[1], plane = w.in[0] * w.in[1], taps = kn * w.blocks();
   visit_dtype<dtypes::kFloating>(cols.dtype(), op_name(c.op).data(), [&](auto tag) {

@@ -67,14 +67,15 @@ void set_output(OpCall& c, const Tensor& result) {
   copy_into(c.out[0], result, c);
 }
 
-// empty: an uninitialized tensor of attrs.shape.
-void empty_kernel(OpCall& c, DispatchKeySet) { set_output(c, new_output(c, c.attrs.shape)); }
+// empty: an uninitialized tensor of the given sizes.
+void empty_kernel(OpCall& c, DispatchKeySet) { set_output(c, new_output(c, c.attrs.get<attrs::Sizes>().sizes)); }
 
-// full: a new tensor of attrs.shape filled with s0.
+// full: a new tensor of the given sizes filled with `value`.
 void full_kernel(OpCall& c, DispatchKeySet) {
-  MIXT_CHECK_OP(c.attrs.s0.has_value(), c, "no fill value given");
-  Tensor out = new_output(c, c.attrs.shape);
-  fill_value(out, c.attrs.s0);
+  const auto& a = c.attrs.get<attrs::Full>();
+  MIXT_CHECK_OP(a.value.has_value(), c, "no fill value given");
+  Tensor out = new_output(c, a.sizes);
+  fill_value(out, a.value);
   set_output(c, out);
 }
 
@@ -82,9 +83,10 @@ void full_kernel(OpCall& c, DispatchKeySet) {
 void fill_kernel(OpCall& c, DispatchKeySet) {
   Tensor self = c.out[0].defined() ? c.out[0] : c.in[0];
   MIXT_CHECK_OP(self.is_cpu(), c, "the CPU kernel got a tensor on {}", self.device());
-  MIXT_CHECK_OP(c.attrs.s0.has_value(), c, "no fill value given");
+  const Scalar& value = c.attrs.get<attrs::Value>().value;
+  MIXT_CHECK_OP(value.has_value(), c, "no fill value given");
   check_writable(c, self, "the tensor");
-  fill_value(self, c.attrs.s0);
+  fill_value(self, value);
   c.out[0] = self;
 }
 
@@ -92,7 +94,8 @@ constexpr int64_t kMaxArange = int64_t{1} << 50;
 
 // Number of arange elements; int64 arithmetic when every bound is an integer.
 int64_t arange_size(const OpCall& c, bool exact) {
-  const Scalar &s0 = c.attrs.s0, &s1 = c.attrs.s1, &s2 = c.attrs.s2;
+  const auto& a = c.attrs.get<attrs::Arange>();
+  const Scalar &s0 = a.start, &s1 = a.end, &s2 = a.step;
   const double start = s0.to_double(), end = s1.to_double(), step = s2.to_double();
   MIXT_CHECK_OP(step > 0 || step < 0, c, "step must be nonzero (got {})", s2);
   MIXT_CHECK_OP(std::isfinite(start) && std::isfinite(end), c, "unsupported range: {} -> {}", s0, s1);
@@ -114,7 +117,8 @@ int64_t arange_size(const OpCall& c, bool exact) {
 void arange_kernel(OpCall& c, DispatchKeySet) {
   const ScalarType dtype = c.attrs.dtype;
   MIXT_CHECK_OP(dtype != kBool, c, "not implemented for dtype bool");
-  const bool exact = !c.attrs.s0.is_floating() && !c.attrs.s1.is_floating() && !c.attrs.s2.is_floating();
+  const auto& a = c.attrs.get<attrs::Arange>();
+  const bool exact = !a.start.is_floating() && !a.end.is_floating() && !a.step.is_floating();
   const int64_t n = arange_size(c, exact);
   Tensor out = new_output(c, {n});
   visit_dtype<dtypes::kNumeric>(dtype, "arange", [&](auto tag) {
@@ -122,13 +126,13 @@ void arange_kernel(OpCall& c, DispatchKeySet) {
     T* p = static_cast<T*>(out.data_ptr());
     if (exact && std::is_integral_v<T>) {
       // Unsigned arithmetic: the wrap-around of out-of-range values is defined.
-      const auto start = static_cast<uint64_t>(c.attrs.s0.to_int()), step = static_cast<uint64_t>(c.attrs.s2.to_int());
+      const auto start = static_cast<uint64_t>(a.start.to_int()), step = static_cast<uint64_t>(a.step.to_int());
       parallel_for(n, kParallelGrain, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i)
           p[i] = convert<T>(static_cast<int64_t>(start + static_cast<uint64_t>(i) * step));
       });
     } else {
-      const double start = c.attrs.s0.to_double(), step = c.attrs.s2.to_double();
+      const double start = a.start.to_double(), step = a.step.to_double();
       parallel_for(n, kParallelGrain, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) p[i] = convert<T>(start + static_cast<double>(i) * step);
       });
@@ -139,11 +143,12 @@ void arange_kernel(OpCall& c, DispatchKeySet) {
 
 // linspace: `steps` values from start to end inclusive.
 void linspace_kernel(OpCall& c, DispatchKeySet) {
-  const int64_t steps = c.attrs.i0;
+  const auto& a = c.attrs.get<attrs::Linspace>();
+  const int64_t steps = a.steps;
   MIXT_CHECK_OP(steps >= 0, c, "number of steps must be non-negative (got {})", steps);
   MIXT_CHECK_OP(c.attrs.dtype != kBool, c, "not implemented for dtype bool");
   Tensor out = new_output(c, {steps});
-  const double start = c.attrs.s0.to_double(), end = c.attrs.s1.to_double();
+  const double start = a.start.to_double(), end = a.end.to_double();
   // Note: the first half counts up from start, the second half down from end, so both endpoints are exact.
   const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
   const int64_t halfway = steps / 2;
@@ -163,7 +168,7 @@ void linspace_kernel(OpCall& c, DispatchKeySet) {
 
 // eye: an n x m matrix with ones on the diagonal.
 void eye_kernel(OpCall& c, DispatchKeySet) {
-  const int64_t n = c.attrs.i0, m = c.attrs.i1;
+  const int64_t n = c.attrs.get<attrs::Eye>().rows, m = c.attrs.get<attrs::Eye>().cols;
   MIXT_CHECK_OP(n >= 0 && m >= 0, c, "eye needs non-negative sizes (got {} x {})", n, m);
   Tensor out = new_output(c, {n, m});
   fill_value(out, Scalar(0));

@@ -159,7 +159,8 @@ void index_select_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& self = c.in[0];
   const Tensor& index = c.in[1];
   MIXT_CHECK_OP(index.dim() <= 1, c, "the index must be a vector (got {} dimensions)", index.dim());
-  const int d = static_cast<int>(wrap_dim(c.attrs.dim, std::max<int64_t>(self.dim(), 1), "index_select"));
+  const int d =
+      static_cast<int>(wrap_dim(c.attrs.get<attrs::Dim>().dim, std::max<int64_t>(self.dim(), 1), "index_select"));
   MIXT_CHECK_OP(self.dim() > 0 || index.numel() == 1, c, "an index into a 0-dim tensor has one value, got {}",
                 index.numel());
   const Tensor self1 = at_least_1d(self);
@@ -178,9 +179,9 @@ void embedding_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& indices = c.in[1];
   MIXT_CHECK_OP(weight.dim() == 2, c, "the weight must be 2-D [num_embeddings, dim], got {} dimensions",
                 weight.dim());
-  const int64_t num = weight.sizes()[0], pad = c.attrs.i0;
-  MIXT_CHECK_OP(pad == -1 || (pad >= 0 && pad < num), c, "padding_idx {} is out of range for {} embeddings", pad,
-                num);
+  const int64_t num = weight.sizes()[0];
+  const std::optional<int64_t> pad = c.attrs.get<attrs::Embedding>().padding_idx;
+  MIXT_CHECK_OP(!pad || (*pad >= 0 && *pad < num), c, "padding_idx {} is out of range for {} embeddings", *pad, num);
   MIXT_CHECK_OP(indices.dim() < kMaxDims, c, "indices of {} dimensions give a result beyond {} dimensions",
                 indices.dim(), kMaxDims);
   const std::vector<int64_t> idx = read_indices(c, indices, num, 0);
@@ -198,7 +199,7 @@ void embedding_kernel(OpCall& c, DispatchKeySet) {
 void gather_kernel(OpCall& c, DispatchKeySet) {
   check_cpu(c);
   const Tensor self = at_least_1d(c.in[0]), index = at_least_1d(c.in[1]);
-  const int d = static_cast<int>(wrap_dim(c.attrs.dim, self.dim(), "gather"));
+  const int d = static_cast<int>(wrap_dim(c.attrs.get<attrs::Dim>().dim, self.dim(), "gather"));
   MIXT_CHECK_OP(index.dim() == self.dim(), c, "the index must have as many dimensions as the input ({} vs {})",
                 index.dim(), self.dim());
   for (int k = 0; k < self.dim(); ++k)
@@ -226,11 +227,14 @@ void gather_kernel(OpCall& c, DispatchKeySet) {
 void scatter_common(OpCall& c, bool add) {
   check_cpu(c);
   const bool has_src = c.n_in > 2 && c.in[2].defined();
-  MIXT_CHECK_OP(has_src || c.attrs.s0.has_value(), c, "expects a src tensor or a value");
+  // scatter_add's attributes are just the dim; scatter's add the value written without a src.
+  const int64_t dim = add ? c.attrs.get<attrs::Dim>().dim : c.attrs.get<attrs::Scatter>().dim;
+  const Scalar value = add ? Scalar() : c.attrs.get<attrs::Scatter>().value;
+  MIXT_CHECK_OP(has_src || value.has_value(), c, "expects a src tensor or a value");
   const Tensor& self_in = c.in[0];
   const Tensor index = at_least_1d(c.in[1]);
   const int nd = static_cast<int>(std::max<int64_t>(self_in.dim(), 1));
-  const int d = static_cast<int>(wrap_dim(c.attrs.dim, nd, op_name(c.op).data()));
+  const int d = static_cast<int>(wrap_dim(dim, nd, op_name(c.op).data()));
   MIXT_CHECK_OP(index.dim() == nd, c, "the index must have as many dimensions as self ({} vs {})", index.dim(), nd);
   Tensor src = has_src ? at_least_1d(c.in[2]) : Tensor();
   if (has_src) {
@@ -279,7 +283,7 @@ void scatter_common(OpCall& c, bool add) {
     });
     return;
   }
-  const uint64_t bits = has_src ? 0 : value_bits(c.attrs.s0, out.dtype(), op_name(c.op).data());
+  const uint64_t bits = has_src ? 0 : value_bits(value, out.dtype(), op_name(c.op).data());
   visit_size(out.element_size(), [&](auto tag) {
     using U = typename decltype(tag)::type;
     U* o = static_cast<U*>(out.data_ptr());
@@ -305,7 +309,8 @@ void masked_fill_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& self = c.in[0];
   Tensor mask = c.in[1];
   MIXT_CHECK_OP(mask.dtype() == kBool, c, "expects a bool mask, got {}", mask.dtype());
-  MIXT_CHECK_OP(c.attrs.s0.has_value(), c, "no fill value given");
+  const Scalar& value = c.attrs.get<attrs::Value>().value;
+  MIXT_CHECK_OP(value.has_value(), c, "no fill value given");
   const bool inplace = c.op == OpId::masked_fill_;
   const Shape shape = broadcast_shapes(self.sizes(), mask.sizes(), op_name(c.op).data());
   MIXT_CHECK_OP(!inplace || shape == self.sizes(), c, "the mask of shape {} does not broadcast to self's shape {}",
@@ -317,7 +322,7 @@ void masked_fill_kernel(OpCall& c, DispatchKeySet) {
   if (mask.shares_storage(out)) mask = clone(mask);
   if (!out.is_same(self)) copy_into(out, self, c);
   c.out[0] = out;
-  const uint64_t bits = value_bits(c.attrs.s0, out.dtype(), op_name(c.op).data());
+  const uint64_t bits = value_bits(value, out.dtype(), op_name(c.op).data());
   const OperandGeometry geom[2] = {{&out.sizes(), &out.strides(), out.element_size()},
                                    {&mask.sizes(), &mask.strides(), mask.element_size()}};
   const StridedLayout layout = make_strided_layout(out.sizes(), geom);

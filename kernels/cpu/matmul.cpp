@@ -89,8 +89,8 @@ Product check_product(const OpCall& c, bool batched, bool scaled) {
   p.out_dtype = resolve_out_dtype(c, p.in_dtype);
   if (scaled) {
     p.bias = c.in[0];
-    p.beta = c.attrs.s0;
-    p.alpha = c.attrs.s1;
+    p.beta = c.attrs.get<attrs::Addmm>().beta;
+    p.alpha = c.attrs.get<attrs::Addmm>().alpha;
     MIXT_CHECK_OP(p.bias.device() == p.a.device(), c, "expected the bias on {}, but found {}", p.a.device(),
                   p.bias.device());
     MIXT_CHECK_OP(p.bias.dtype() == p.in_dtype || p.bias.dtype() == p.out_dtype, c,

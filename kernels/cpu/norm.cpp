@@ -38,7 +38,8 @@ Tensor affine_param(const OpCall& c, int i, const Shape& normalized, const char*
 
 NormPlan plan_norm(const OpCall& c, bool has_bias) {
   const Tensor& x = c.in[0];
-  const Shape& normalized = c.attrs.shape;
+  const Shape& normalized = c.op == OpId::rms_norm ? c.attrs.get<attrs::RmsNorm>().normalized_shape
+                                                   : c.attrs.get<attrs::LayerNorm>().normalized_shape;
   MIXT_CHECK_OP(x.is_cpu(), c, "the CPU kernel got a tensor on {}", x.device());
   MIXT_CHECK_OP(is_floating(x.dtype()), c, "expected a floating input, got {}", x.dtype());
   const int k = normalized.size();
@@ -107,7 +108,7 @@ const double* data_or_null(const Tensor& t) { return t.defined() ? t.data_ptr<do
 
 void layer_norm_kernel(OpCall& c, DispatchKeySet) {
   const NormPlan p = plan_norm(c, true);
-  const double eps = c.attrs.s0.has_value() ? c.attrs.s0.to_double() : 1e-5;
+  const double eps = c.attrs.get<attrs::LayerNorm>().eps;
   const ScalarType st = accumulate_type(p.x.dtype());
   const Tensor mean = make_empty(p.stat_sizes, st, p.x.device()), rstd = make_empty(p.stat_sizes, st, p.x.device());
   const double *w = data_or_null(p.weight), *b = data_or_null(p.bias);
@@ -145,7 +146,7 @@ double epsilon_of(ScalarType t) {
 
 void rms_norm_kernel(OpCall& c, DispatchKeySet) {
   const NormPlan p = plan_norm(c, false);
-  const double eps = c.attrs.s0.has_value() ? c.attrs.s0.to_double() : epsilon_of(p.x.dtype());
+  const double eps = c.attrs.get<attrs::RmsNorm>().eps.value_or(epsilon_of(p.x.dtype()));
   const Tensor rstd = make_empty(p.stat_sizes, accumulate_type(p.x.dtype()), p.x.device());
   const double* w = data_or_null(p.weight);
   const Tensor y = for_each_row(c, p, [&](const auto* x, auto* y, int64_t r) {

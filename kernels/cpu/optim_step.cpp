@@ -28,8 +28,7 @@ struct StepLists {
 // The working dtype of a parameter: float64 for float64, else float32.
 ScalarType working(ScalarType t) { return t == kFloat64 ? kFloat64 : kFloat32; }
 
-StepLists split_lists(const OpCall& c, int n_states, bool with_steps) {
-  const int64_t n = c.attrs.i0;
+StepLists split_lists(const OpCall& c, int64_t n, int n_states, bool with_steps) {
   const int64_t parts = 2 + n_states + (with_steps ? 1 : 0);
   MIXT_CHECK_OP(n >= 0 && static_cast<int64_t>(c.list.size()) == n * parts, c,
                 "expects {} lists of {} tensors ({} in all), got {} tensors", parts, n, n * parts, c.list.size());
@@ -118,11 +117,11 @@ struct AdamStep {
 };
 
 void adam_kernel(OpCall& c, DispatchKeySet) {
-  const bool amsgrad = c.attrs.flag, decoupled = c.attrs.i1 != 0;
-  const StepLists l = split_lists(c, amsgrad ? 3 : 2, true);
+  const auto& a = c.attrs.get<attrs::AdamStep>();
+  const bool amsgrad = a.amsgrad, decoupled = a.decoupled_weight_decay;
+  const StepLists l = split_lists(c, a.num_params, amsgrad ? 3 : 2, true);
   if (skip_step(c)) return;
-  const double lr = c.attrs.s0.to_double(), beta1 = c.attrs.s1.to_double(), beta2 = c.attrs.s2.to_double();
-  const double eps = c.attrs.s3.to_double(), wd = c.attrs.s4.to_double();
+  const double lr = a.lr, beta1 = a.beta1, beta2 = a.beta2, eps = a.eps, wd = a.weight_decay;
   std::vector<AdamStep> consts(l.params.size());
   for (size_t i = 0; i < l.params.size(); ++i) {
     const double step = read_step(l.steps[i]) + 1.0;
@@ -160,10 +159,10 @@ void adam_kernel(OpCall& c, DispatchKeySet) {
 }
 
 void sgd_kernel(OpCall& c, DispatchKeySet) {
-  const double lr = c.attrs.s0.to_double(), momentum = c.attrs.s1.to_double();
-  const double dampening = c.attrs.s2.to_double(), wd = c.attrs.s3.to_double();
-  const bool nesterov = c.attrs.flag, with_momentum = momentum != 0.0;
-  const StepLists l = split_lists(c, with_momentum ? 1 : 0, with_momentum);
+  const auto& a = c.attrs.get<attrs::SgdStep>();
+  const double lr = a.lr, momentum = a.momentum, dampening = a.dampening, wd = a.weight_decay;
+  const bool nesterov = a.nesterov, with_momentum = momentum != 0.0;
+  const StepLists l = split_lists(c, a.num_params, with_momentum ? 1 : 0, with_momentum);
   if (skip_step(c)) return;
   std::vector<char> first(l.params.size(), 0);
   for (size_t i = 0; i < l.steps.size(); ++i) {

@@ -74,7 +74,7 @@ void generate(OpCall& c, const Tensor& self, F&& fill) {
 // uniform_: values in [low, high).
 void uniform_kernel(OpCall& c, DispatchKeySet) {
   const Tensor self = target(c);
-  const double low = c.attrs.s0.to_double(), high = c.attrs.s1.to_double();
+  const double low = c.attrs.get<attrs::Uniform>().low, high = c.attrs.get<attrs::Uniform>().high;
   MIXT_CHECK_OP(std::isfinite(low) && std::isfinite(high), c, "expects finite bounds, got [{}, {})", low, high);
   MIXT_CHECK_OP(low <= high, c, "expects from <= to, got from={} > to={}", low, high);
   visit_dtype<dtypes::kFloating>(self.dtype(), "uniform_", [&](auto tag) {
@@ -95,7 +95,7 @@ void uniform_kernel(OpCall& c, DispatchKeySet) {
 // normal_: mean + std * z with z standard normal (Box-Muller).
 void normal_kernel(OpCall& c, DispatchKeySet) {
   const Tensor self = target(c);
-  const double mean = c.attrs.s0.to_double(), sd = c.attrs.s1.to_double();
+  const double mean = c.attrs.get<attrs::Normal>().mean, sd = c.attrs.get<attrs::Normal>().std;
   MIXT_CHECK_OP(sd >= 0.0, c, "expects std >= 0.0, got {}", sd);
   MIXT_CHECK_OP(std::isfinite(mean) && std::isfinite(sd), c, "expects a finite mean and std, got {} and {}", mean, sd);
   visit_dtype<dtypes::kFloating>(self.dtype(), "normal_", [&](auto tag) {
@@ -132,7 +132,7 @@ void check_random_range(const OpCall& c, int64_t low, int64_t high, ScalarType d
 // random_: integers in [low, high), stored in any dtype that holds them exactly.
 void random_kernel(OpCall& c, DispatchKeySet) {
   const Tensor self = target(c);
-  const int64_t low = c.attrs.s0.to_int(), high = c.attrs.s1.to_int();
+  const int64_t low = c.attrs.get<attrs::RandomInts>().low, high = c.attrs.get<attrs::RandomInts>().high;
   MIXT_CHECK_OP(low < high, c, "expects from < to, got from={} >= to={}", low, high);
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   visit_dtype(self.dtype(), "random_", [&](auto tag) {

@@ -244,15 +244,15 @@ void check_nonempty(const OpCall& c, const ReduceSpec& spec) {
 }
 
 // A planned reduction of `x` over the dims of `spec`.
-struct Reduction {
+struct ReducePlan {
   Tensor x;
   ReduceSpec spec;
   ReduceGeometry geom;
 };
 
 // Validates `dims` for `x` and splits x's geometry into kept and reduced dims.
-Reduction plan(const OpCall& c, const Tensor& x, const Shape& dims, bool keepdim) {
-  Reduction r{x, make_reduce_spec(c, x.sizes(), dims, keepdim), {}};
+ReducePlan plan(const OpCall& c, const Tensor& x, const Shape& dims, bool keepdim) {
+  ReducePlan r{x, make_reduce_spec(c, x.sizes(), dims, keepdim), {}};
   r.geom = make_reduce_geometry(x, r.spec.mask);
   return r;
 }
@@ -263,7 +263,8 @@ Reduction plan(const OpCall& c, const Tensor& x, const Shape& dims, bool keepdim
 template <template <class> class R>
 void sum_like_kernel(OpCall& c, DispatchKeySet) {
   const ScalarType out_dtype = sum_result_dtype(c.in[0].dtype(), c.attrs.dtype);
-  const Reduction red = plan(c, input_as(c, c.attrs.dtype), c.attrs.shape, c.attrs.keepdim);
+  const auto& a = c.attrs.get<attrs::Reduce>();
+  const ReducePlan red = plan(c, input_as(c, c.attrs.dtype), a.dims, a.keepdim);
   Tensor out = make_empty(red.spec.out_sizes, out_dtype, red.x.device());
   const char* name = op_name(c.op).data();
   visit_dtype(red.x.dtype(), name, [&](auto tag) {
@@ -288,7 +289,8 @@ void sum_like_kernel(OpCall& c, DispatchKeySet) {
 // mean of floating inputs (or integers with a floating dtype=); empty gives NaN.
 void mean_kernel(OpCall& c, DispatchKeySet) {
   const ScalarType out_dtype = floating_result_dtype(c, c.in[0].dtype(), c.attrs.dtype);
-  const Reduction red = plan(c, input_as(c, out_dtype), c.attrs.shape, c.attrs.keepdim);
+  const auto& a = c.attrs.get<attrs::Reduce>();
+  const ReducePlan red = plan(c, input_as(c, out_dtype), a.dims, a.keepdim);
   Tensor out = make_empty(red.spec.out_sizes, out_dtype, red.x.device());
   const double n = static_cast<double>(red.spec.reduced_numel);
   visit_dtype<dtypes::kFloating>(out_dtype, "mean", [&](auto tag) {
@@ -302,7 +304,8 @@ void mean_kernel(OpCall& c, DispatchKeySet) {
 // amax / amin: the input's dtype, NaN propagates; an empty extent is an error.
 template <bool Max>
 void extremum_kernel(OpCall& c, DispatchKeySet) {
-  const Reduction red = plan(c, input_as(c, ScalarType::Undefined), c.attrs.shape, c.attrs.keepdim);
+  const auto& a = c.attrs.get<attrs::Reduce>();
+  const ReducePlan red = plan(c, input_as(c, ScalarType::Undefined), a.dims, a.keepdim);
   check_nonempty(c, red.spec);
   Tensor out = make_empty(red.spec.out_sizes, red.x.dtype(), red.x.device());
   visit_dtype(red.x.dtype(), op_name(c.op).data(), [&](auto tag) {
@@ -316,7 +319,7 @@ void extremum_kernel(OpCall& c, DispatchKeySet) {
 
 // Runs an ArgReducer over the single dim of `red`; fills values (when defined) and indices.
 template <bool Max, uint32_t Set>
-void run_arg_reduction(const OpCall& c, const Reduction& red, Tensor* values, Tensor& indices) {
+void run_arg_reduction(const OpCall& c, const ReducePlan& red, Tensor* values, Tensor& indices) {
   int64_t* idx = indices.data_ptr<int64_t>();
   visit_dtype<Set>(red.x.dtype(), op_name(c.op).data(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -329,10 +332,11 @@ void run_arg_reduction(const OpCall& c, const Reduction& red, Tensor* values, Te
   });
 }
 
-// max / min along attrs.dim: values in the input's dtype and int64 indices.
+// max / min along a dim: values in the input's dtype and int64 indices.
 template <bool Max>
 void max_dim_kernel(OpCall& c, DispatchKeySet) {
-  const Reduction red = plan(c, input_as(c, ScalarType::Undefined), Shape{c.attrs.dim}, c.attrs.keepdim);
+  const auto& a = c.attrs.get<attrs::ReduceDim>();
+  const ReducePlan red = plan(c, input_as(c, ScalarType::Undefined), Shape{a.dim}, a.keepdim);
   check_nonempty(c, red.spec);
   Tensor values = make_empty(red.spec.out_sizes, red.x.dtype(), red.x.device());
   Tensor indices = make_empty(red.spec.out_sizes, kInt64, red.x.device());
@@ -341,19 +345,18 @@ void max_dim_kernel(OpCall& c, DispatchKeySet) {
   set_output(c, 1, indices);
 }
 
-// argmax / argmin along attrs.shape = {dim}, or of the flattened tensor when empty.
+// argmax / argmin along a dim, or of the flattened tensor when none is given.
 template <bool Max>
 void arg_kernel(OpCall& c, DispatchKeySet) {
   const Tensor x = input_as(c, ScalarType::Undefined);
-  const Shape& dims = c.attrs.shape;
-  MIXT_CHECK_OP(dims.size() <= 1, c, "expected one dim or none, got {}", dims);
-  Reduction red;
+  const auto& a = c.attrs.get<attrs::ArgReduce>();
+  ReducePlan red;
   Shape out_sizes;
-  if (dims.empty()) {
+  if (!a.dim) {
     red = plan(c, reshape(x, {x.numel()}), Shape{0}, false);
-    if (c.attrs.keepdim) out_sizes = Shape::filled(static_cast<int>(x.dim()), 1);
+    if (a.keepdim) out_sizes = Shape::filled(static_cast<int>(x.dim()), 1);
   } else {
-    red = plan(c, x, dims, c.attrs.keepdim);
+    red = plan(c, x, Shape{*a.dim}, a.keepdim);
     out_sizes = red.spec.out_sizes;
   }
   check_nonempty(c, red.spec);
@@ -366,8 +369,9 @@ void arg_kernel(OpCall& c, DispatchKeySet) {
 template <bool Std>
 void var_kernel(OpCall& c, DispatchKeySet) {
   const ScalarType dtype = floating_result_dtype(c, c.in[0].dtype(), ScalarType::Undefined);
-  const double correction = c.attrs.s0.has_value() ? c.attrs.s0.to_double() : 1.0;
-  const Reduction red = plan(c, input_as(c, ScalarType::Undefined), c.attrs.shape, c.attrs.keepdim);
+  const auto& a = c.attrs.get<attrs::Variance>();
+  const double correction = a.correction;
+  const ReducePlan red = plan(c, input_as(c, ScalarType::Undefined), a.dims, a.keepdim);
   Tensor out = make_empty(red.spec.out_sizes, dtype, red.x.device());
   visit_dtype<dtypes::kFloating>(dtype, op_name(c.op).data(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -385,7 +389,7 @@ void var_kernel(OpCall& c, DispatchKeySet) {
 void norm_kernel(OpCall& c, DispatchKeySet) {
   MIXT_CHECK_OP(c.in[0].is_floating_point(), c, "expected a floating input, got {}", c.in[0].dtype());
   const ScalarType dtype = floating_result_dtype(c, c.in[0].dtype(), c.attrs.dtype);
-  const double p = c.attrs.s0.has_value() ? c.attrs.s0.to_double() : 2.0;
+  const double p = c.attrs.get<attrs::Norm>().p;
   MIXT_CHECK_OP(!std::isnan(p), c, "the order p must not be NaN");
   const NormKind kind = p == 2.0 ? NormKind::Two
                         : p == 1.0 ? NormKind::One
@@ -393,7 +397,8 @@ void norm_kernel(OpCall& c, DispatchKeySet) {
                         : p == -kInf ? NormKind::NegInf
                         : p == 0.0 ? NormKind::Zero
                                    : NormKind::General;
-  const Reduction red = plan(c, input_as(c, dtype), c.attrs.shape, c.attrs.keepdim);
+  const auto& a = c.attrs.get<attrs::Norm>();
+  const ReducePlan red = plan(c, input_as(c, dtype), a.dims, a.keepdim);
   MIXT_CHECK_OP(red.spec.reduced_numel > 0 || (p >= 0.0 && p != kInf), c,
                 "cannot compute the {} norm over a zero-size dimension (the operation has no identity)", p);
   Tensor out = make_empty(red.spec.out_sizes, dtype, red.x.device());
@@ -409,7 +414,8 @@ void norm_kernel(OpCall& c, DispatchKeySet) {
 // logsumexp, stable (running maximum); integer and bool inputs compute in float32.
 void logsumexp_kernel(OpCall& c, DispatchKeySet) {
   const ScalarType dtype = logsumexp_result_dtype(c.in[0].dtype());
-  const Reduction red = plan(c, input_as(c, dtype), c.attrs.shape, c.attrs.keepdim);
+  const auto& a = c.attrs.get<attrs::Reduce>();
+  const ReducePlan red = plan(c, input_as(c, dtype), a.dims, a.keepdim);
   Tensor out = make_empty(red.spec.out_sizes, dtype, red.x.device());
   visit_dtype<dtypes::kFloating>(dtype, "logsumexp", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -424,7 +430,8 @@ void logsumexp_kernel(OpCall& c, DispatchKeySet) {
 // all (All = true) / any over every dtype; bool result.
 template <bool All>
 void logical_kernel(OpCall& c, DispatchKeySet) {
-  const Reduction red = plan(c, input_as(c, ScalarType::Undefined), c.attrs.shape, c.attrs.keepdim);
+  const auto& a = c.attrs.get<attrs::Reduce>();
+  const ReducePlan red = plan(c, input_as(c, ScalarType::Undefined), a.dims, a.keepdim);
   Tensor out = make_empty(red.spec.out_sizes, kBool, red.x.device());
   bool* o = out.data_ptr<bool>();
   visit_dtype(red.x.dtype(), op_name(c.op).data(), [&](auto tag) {

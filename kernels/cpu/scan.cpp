@@ -87,15 +87,15 @@ void scan_lines(const ScanGeometry& g, const char* in, Acc init, Op op, Store& s
   }
 }
 
-// cumsum (Prod = false) / cumprod along attrs.dim.
+// cumsum (Prod = false) / cumprod along a dim.
 template <bool Prod>
 void scan_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& in = c.in[0];
   MIXT_CHECK_OP(in.is_cpu(), c, "the CPU kernel got a tensor on {}", in.device());
   const int64_t nd = in.dim() > 0 ? in.dim() : 1;
-  MIXT_CHECK_OP(c.attrs.dim >= -nd && c.attrs.dim < nd, c, "dimension {} is out of range for a tensor of {} dimensions",
-                c.attrs.dim, in.dim());
-  const int dim = static_cast<int>(c.attrs.dim < 0 ? c.attrs.dim + nd : c.attrs.dim);
+  const int64_t d = c.attrs.get<attrs::Dim>().dim;
+  MIXT_CHECK_OP(d >= -nd && d < nd, c, "dimension {} is out of range for a tensor of {} dimensions", d, in.dim());
+  const int dim = static_cast<int>(d < 0 ? d + nd : d);
   const ScalarType out_dtype = sum_result_dtype(in.dtype(), c.attrs.dtype);
   const Tensor x = c.attrs.dtype == ScalarType::Undefined || c.attrs.dtype == in.dtype() ? in : in.to(c.attrs.dtype);
   Tensor out = make_empty(x.sizes(), out_dtype, x.device());

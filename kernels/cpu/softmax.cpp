@@ -64,7 +64,7 @@ void softmax_kernel(OpCall& c, DispatchKeySet) {
   MIXT_CHECK_OP(is_floating(in.dtype()) || dt != ScalarType::Undefined, c,
                 "expected a floating input, got {} (pass a floating dtype to convert it first)", in.dtype());
   const Tensor x = (dt == ScalarType::Undefined || dt == in.dtype() ? in : in.to(dt)).contiguous();
-  const int64_t dim = wrap_dim(c.attrs.dim, x.dim(), op_name(c.op).data());
+  const int64_t dim = wrap_dim(c.attrs.get<attrs::Dim>().dim, x.dim(), op_name(c.op).data());
   const Lines l = lines_of(x, dim);
   Tensor out = make_empty(x.sizes(), x.dtype(), x.device());
   visit_dtype<dtypes::kFloating>(x.dtype(), op_name(c.op).data(), [&](auto tag) {

@@ -25,7 +25,7 @@ void run_ternary(Elementwise& e, const Op& op) {
 // addcmul (Div = false) and addcdiv (Div = true): in0 + value * in1 (* or /) in2.
 template <bool Div>
 void addc_kernel(OpCall& c, DispatchKeySet) {
-  const Scalar value = c.attrs.s0.has_value() ? c.attrs.s0 : Scalar(1);
+  const Scalar value = c.attrs.get<attrs::Pointwise>().value;
   constexpr uint32_t kSet = Div ? kFloating : kNumeric;
   Elementwise e = prepare_elementwise(c, 3, {ResultRule::Promote, kNumeric, false});
   MIXT_CHECK_OP(!Div || is_floating(e.compute), c,

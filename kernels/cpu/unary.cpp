@@ -43,15 +43,15 @@ void neg_kernel(OpCall& c, DispatchKeySet ks) {
 }
 
 void gelu_kernel(OpCall& c, DispatchKeySet ks) {
-  if (c.attrs.flag)
+  if (c.attrs.get<attrs::Gelu>().approximate == GeluApprox::Tanh)
     simple_kernel<f::GeluTanh, ResultRule::PromoteToFloat, kFloating>(c, ks);
   else
     simple_kernel<f::GeluErf, ResultRule::PromoteToFloat, kFloating>(c, ks);
 }
 
 void softplus_kernel(OpCall& c, DispatchKeySet) {
-  const double beta = c.attrs.s0.has_value() ? c.attrs.s0.to_double() : 1.0;
-  const double threshold = c.attrs.s1.has_value() ? c.attrs.s1.to_double() : 20.0;
+  const auto& a = c.attrs.get<attrs::Softplus>();
+  const double beta = a.beta, threshold = a.threshold;
   Elementwise e = prepare_elementwise(c, 1, {ResultRule::PromoteToFloat, kFloating, false});
   run_unary<kFloating>(c, e, [&](auto tag) {
     using M = opmath_t<typename decltype(tag)::type>;
@@ -60,7 +60,7 @@ void softplus_kernel(OpCall& c, DispatchKeySet) {
 }
 
 void round_kernel(OpCall& c, DispatchKeySet) {
-  const int64_t decimals = c.attrs.i0;
+  const int64_t decimals = c.attrs.get<attrs::Round>().decimals;
   MIXT_CHECK_OP(decimals == 0 || !is_integral(c.in[0].dtype()), c,
                 "rounding an integer tensor to {} decimals is not supported", decimals);
   MIXT_CHECK_OP(decimals >= -308 && decimals <= 308, c, "decimals must be in [-308, 308], got {}", decimals);
@@ -87,7 +87,7 @@ opmath_t<T> clamp_bound(const Scalar& s) {
 }
 
 void clamp_kernel(OpCall& c, DispatchKeySet) {
-  const Scalar lo = c.attrs.s0, hi = c.attrs.s1;
+  const Scalar lo = c.attrs.get<attrs::Clamp>().min, hi = c.attrs.get<attrs::Clamp>().max;
   MIXT_CHECK_OP(lo.has_value() || hi.has_value(), c, "at least one of min and max must be given");
   MIXT_CHECK_OP(c.in[0].dtype() != kBool, c, "clamp is not supported for bool tensors");
   // A floating bound promotes an integer tensor to float32 (as a wrapped Python scalar would).

@@ -15,7 +15,7 @@ template <BinaryOp op>
 void binary_kernel(OpCall& c, DispatchKeySet) {
   Elementwise e = prepare_elementwise(c, 2, {ResultRule::Promote, dtypes::kFloating, /*keep_scalars=*/true});
   MIXT_CHECK_OP(e.device.is_cuda(), c, "the CUDA kernel got operands on {}", e.device);
-  const Scalar alpha = op == BinaryOp::Add && c.attrs.s0.has_value() ? c.attrs.s0 : Scalar(1);
+  const Scalar alpha = op == BinaryOp::Add ? c.attrs.get<attrs::Alpha>().alpha : Scalar(1);
   MIXT_CHECK_OP(!alpha.is_bool(), c, "a bool alpha is only supported for bool results");
   const Tensor& out = e.out;
   if (out.numel() > 0) {

@@ -37,31 +37,32 @@ void fill_tensor(const Tensor& t, const Scalar& value, const OpCall& c) {
         "fill_");
 }
 
-// The result tensor of a factory: the caller's out[0] (same shape) or a new one on attrs.device.
-Tensor factory_output(OpCall& c) {
+// The result tensor of a factory: the caller's out[0] (same shape) or a new one of `sizes` on attrs.device.
+Tensor factory_output(OpCall& c, const Shape& sizes) {
   MIXT_CHECK_OP(c.attrs.device.is_cuda(), c, "the CUDA kernel cannot create a tensor on {}", c.attrs.device);
-  if (!c.out[0].defined()) return make_empty(c.attrs.shape, c.attrs.dtype, c.attrs.device);
-  MIXT_CHECK_OP(c.out[0].sizes() == c.attrs.shape && c.out[0].device() == c.attrs.device, c,
-                "the output is {} but the factory makes shape {} on {}", c.out[0].describe(), c.attrs.shape,
-                c.attrs.device);
+  if (!c.out[0].defined()) return make_empty(sizes, c.attrs.dtype, c.attrs.device);
+  MIXT_CHECK_OP(c.out[0].sizes() == sizes && c.out[0].device() == c.attrs.device, c,
+                "the output is {} but the factory makes shape {} on {}", c.out[0].describe(), sizes, c.attrs.device);
   return c.out[0];
 }
 
-void empty_kernel(OpCall& c, DispatchKeySet) { c.out[0] = factory_output(c); }
+void empty_kernel(OpCall& c, DispatchKeySet) { c.out[0] = factory_output(c, c.attrs.get<attrs::Sizes>().sizes); }
 
 void full_kernel(OpCall& c, DispatchKeySet) {
-  MIXT_CHECK_OP(c.attrs.s0.has_value(), c, "no fill value given");
-  Tensor out = factory_output(c);
-  fill_tensor(out, c.attrs.s0, c);
+  const auto& a = c.attrs.get<attrs::Full>();
+  MIXT_CHECK_OP(a.value.has_value(), c, "no fill value given");
+  Tensor out = factory_output(c, a.sizes);
+  fill_tensor(out, a.value, c);
   c.out[0] = out;
 }
 
 void fill_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& t = c.in[0];
   MIXT_CHECK_OP(t.is_cuda(), c, "the CUDA kernel got a tensor on {}", t.device());
-  MIXT_CHECK_OP(c.attrs.s0.has_value(), c, "no fill value given");
+  const Scalar& value = c.attrs.get<attrs::Value>().value;
+  MIXT_CHECK_OP(value.has_value(), c, "no fill value given");
   check_writable(c, t, "the tensor");
-  fill_tensor(t, c.attrs.s0, c);
+  fill_tensor(t, value, c);
   c.out[0] = t;
 }
 

@@ -50,7 +50,7 @@ Grads sigmoid_bw(const BackwardContext& c, const Grads& g) {
 Grads relu_bw(const BackwardContext& c, const Grads& g) { return {mul(G(g), gt(c.output(0), 0))}; }
 Grads gelu_bw(const BackwardContext& c, const Grads& g) {
   const Tensor x = c.input(0);
-  if (c.attrs().flag) {  // tanh approximation
+  if (c.attrs().get<attrs::Gelu>().approximate == GeluApprox::Tanh) {
     const double k = std::sqrt(2.0 / std::numbers::pi), a = 0.044715;
     const Tensor x2 = mul(x, x);
     const Tensor t = tanh(mul(mul(x, add(mul(x2, a), 1)), k));
@@ -67,7 +67,8 @@ Grads silu_bw(const BackwardContext& c, const Grads& g) {
   return {mul(G(g), mul(s, add(mul(x, sub(1, s)), 1)))};
 }
 Grads softplus_bw(const BackwardContext& c, const Grads& g) {
-  const double beta = c.attrs().s0.to_double(), threshold = c.attrs().s1.to_double();
+  const auto& a = c.attrs().get<attrs::Softplus>();
+  const double beta = a.beta, threshold = a.threshold;
   const Tensor z = mul(c.input(0), beta);
   return {mul(G(g), where(gt(z, threshold), ones_like(z), sigmoid(z)))};
 }
@@ -82,18 +83,20 @@ Grads erfinv_bw(const BackwardContext& c, const Grads& g) {
 Grads clamp_bw(const BackwardContext& c, const Grads& g) {
   const Tensor x = c.input(0);
   Tensor keep = ones_like(x, {.dtype = kBool});
-  if (c.attrs().s0.has_value()) keep = logical_and(keep, ge(x, c.attrs().s0));
-  if (c.attrs().s1.has_value()) keep = logical_and(keep, le(x, c.attrs().s1));
+  const auto& a = c.attrs().get<attrs::Clamp>();
+  if (a.min.has_value()) keep = logical_and(keep, ge(x, a.min));
+  if (a.max.has_value()) keep = logical_and(keep, le(x, a.max));
   return {mul(G(g), keep)};
 }
 
 // ---- binary ----
 Grads add_bw(const BackwardContext& c, const Grads& g) {
-  const Scalar alpha = c.attrs().s0;
+  const Scalar alpha = c.attrs().get<attrs::Alpha>().alpha;
   return {sum_to(G(g), c.input_meta(0).sizes), sum_to(mul(G(g), alpha), c.input_meta(1).sizes)};
 }
 Grads sub_bw(const BackwardContext& c, const Grads& g) {
-  return {sum_to(G(g), c.input_meta(0).sizes), sum_to(mul(G(g), -c.attrs().s0.to_double()), c.input_meta(1).sizes)};
+  const double alpha = c.attrs().get<attrs::Alpha>().alpha.to_double();
+  return {sum_to(G(g), c.input_meta(0).sizes), sum_to(mul(G(g), -alpha), c.input_meta(1).sizes)};
 }
 Grads mul_bw(const BackwardContext& c, const Grads& g) {
   Grads out(2);
@@ -102,7 +105,8 @@ Grads mul_bw(const BackwardContext& c, const Grads& g) {
   return out;
 }
 Grads div_bw(const BackwardContext& c, const Grads& g) {
-  if (c.attrs().i0 != 0) return {zeros(c.input_meta(0).sizes, {.dtype = G(g).dtype(), .device = G(g).device()}), Tensor()};
+  if (c.attrs().get<attrs::Div>().rounding_mode != Rounding::True)  // piecewise constant
+    return {zeros(c.input_meta(0).sizes, {.dtype = G(g).dtype(), .device = G(g).device()}), Tensor()};
   const Tensor a = c.input(0), b = c.input(1);
   Grads out(2);
   if (c.needs_grad(0)) out[0] = sum_to(div(G(g), b), c.input_meta(0).sizes);
@@ -142,12 +146,12 @@ Grads minimum_bw(const BackwardContext& c, const Grads& g) { return minmax_bw(c,
 
 // ---- ternary ----
 Grads addcmul_bw(const BackwardContext& c, const Grads& g) {
-  const Scalar v = c.attrs().s0;
+  const Scalar v = c.attrs().get<attrs::Pointwise>().value;
   return {sum_to(G(g), c.input_meta(0).sizes), sum_to(mul(mul(G(g), c.input(2)), v), c.input_meta(1).sizes),
           sum_to(mul(mul(G(g), c.input(1)), v), c.input_meta(2).sizes)};
 }
 Grads addcdiv_bw(const BackwardContext& c, const Grads& g) {
-  const Scalar v = c.attrs().s0;
+  const Scalar v = c.attrs().get<attrs::Pointwise>().value;
   const Tensor t1 = c.input(1), t2 = c.input(2);
   return {sum_to(G(g), c.input_meta(0).sizes), sum_to(mul(div(G(g), t2), v), c.input_meta(1).sizes),
           sum_to(neg(mul(div(mul(G(g), t1), mul(t2, t2)), v)), c.input_meta(2).sizes)};

@@ -17,13 +17,13 @@ Tensor acc(const Tensor& t) { return t.to(accumulate_type(t.dtype())); }
 // ---- softmax ----
 Grads softmax_bw(const BackwardContext& c, const Grads& g) {
   const Tensor y = acc(c.output(0)), gy = acc(g[0]);
-  const Shape dim{c.attrs().dim};
+  const Shape dim{c.attrs().get<attrs::Dim>().dim};
   return {mul(y, sub(gy, sum(mul(gy, y), dim, /*keepdim=*/true)))};
 }
 
 Grads log_softmax_bw(const BackwardContext& c, const Grads& g) {
   const Tensor y = acc(c.output(0)), gy = acc(g[0]);
-  return {sub(gy, mul(exp(y), sum(gy, Shape{c.attrs().dim}, /*keepdim=*/true)))};
+  return {sub(gy, mul(exp(y), sum(gy, Shape{c.attrs().get<attrs::Dim>().dim}, /*keepdim=*/true)))};
 }
 
 // ---- layer_norm / rms_norm ----
@@ -34,7 +34,9 @@ struct NormDims {
 
 NormDims norm_dims(const BackwardContext& c) {
   const Shape& x = c.input_meta(0).sizes;
-  const int k = c.attrs().shape.size(), n = x.size();
+  const Shape& normalized = c.op() == OpId::rms_norm ? c.attrs().get<attrs::RmsNorm>().normalized_shape
+                                                     : c.attrs().get<attrs::LayerNorm>().normalized_shape;
+  const int k = normalized.size(), n = x.size();
   NormDims d;
   for (int i = 0; i < n; ++i) {
     (i < n - k ? d.lead : d.norm).push_back(i);
@@ -78,22 +80,8 @@ Grads rms_norm_bw(const BackwardContext& c, const Grads& g) {
 }
 
 // ---- im2col / col2im: each is the other's adjoint ----
-// The attrs' packed geometry split back into kernel, stride, padding and dilation.
-struct WindowArgs {
-  Shape kernel, stride, padding, dilation;
-};
-
-WindowArgs window_args(const Attrs& a) {
-  const int r = a.shape.size() / 4;
-  WindowArgs w;
-  Shape* parts[] = {&w.kernel, &w.stride, &w.padding, &w.dilation};
-  for (int p = 0; p < 4; ++p)
-    for (int i = 0; i < r; ++i) parts[p]->push_back(a.shape[p * r + i]);
-  return w;
-}
-
 Grads im2col_bw(const BackwardContext& c, const Grads& g) {
-  const WindowArgs w = window_args(c.attrs());
+  const auto& w = c.attrs().get<attrs::Im2col>();
   const Shape& x = c.input_meta(0).sizes;
   Shape spatial;
   for (int i = 2; i < x.size(); ++i) spatial.push_back(x[i]);
@@ -101,7 +89,7 @@ Grads im2col_bw(const BackwardContext& c, const Grads& g) {
 }
 
 Grads col2im_bw(const BackwardContext& c, const Grads& g) {
-  const WindowArgs w = window_args(c.attrs());
+  const auto& w = c.attrs().get<attrs::Col2im>();
   return {nn::functional::im2col(g[0], w.kernel, w.stride, w.padding, w.dilation)};
 }
 

@@ -41,24 +41,42 @@ namespace {
 
 const Tensor& G(const Grads& g) { return g[0]; }
 const Shape& in_sizes(const BackwardContext& c) { return c.input_meta(0).sizes; }
+
+// The reduced dims and keepdim of a reduction (their attribute struct depends on the op).
+struct ReduceArgs {
+  const Shape& dims;
+  bool keepdim;
+};
+ReduceArgs reduce_args(const BackwardContext& c) {
+  if (c.op() == OpId::var || c.op() == OpId::std) {
+    const auto& a = c.attrs().get<attrs::Variance>();
+    return {a.dims, a.keepdim};
+  }
+  if (c.op() == OpId::norm) {
+    const auto& a = c.attrs().get<attrs::Norm>();
+    return {a.dims, a.keepdim};
+  }
+  const auto& a = c.attrs().get<attrs::Reduce>();
+  return {a.dims, a.keepdim};
+}
 Tensor expand_g(const BackwardContext& c, const Tensor& g) {
-  return expand_reduced(g, in_sizes(c), c.attrs().shape, c.attrs().keepdim);
+  return expand_reduced(g, in_sizes(c), reduce_args(c).dims, reduce_args(c).keepdim);
 }
 Tensor expand_out(const BackwardContext& c, int i = 0) {
-  return expand_reduced(c.output(i), in_sizes(c), c.attrs().shape, c.attrs().keepdim);
+  return expand_reduced(c.output(i), in_sizes(c), reduce_args(c).dims, reduce_args(c).keepdim);
 }
 
 Grads sum_bw(const BackwardContext& c, const Grads& g) { return {expand_g(c, G(g))}; }
 
 Grads mean_bw(const BackwardContext& c, const Grads& g) {
-  return {div(expand_g(c, G(g)), static_cast<double>(reduced_count(in_sizes(c), c.attrs().shape)))};
+  return {div(expand_g(c, G(g)), static_cast<double>(reduced_count(in_sizes(c), reduce_args(c).dims)))};
 }
 
 // Product of all other elements of each reduced slice, without dividing (zeros work).
 Grads prod_bw(const BackwardContext& c, const Grads& g) {
   const Tensor x = c.input(0);
   if (x.numel() == 0) return {zeros_like(x)};
-  const Shape red = reduced_dims(c.attrs().shape, x.dim());
+  const Shape red = reduced_dims(reduce_args(c).dims, x.dim());
   Shape perm, kept_sizes;
   for (int64_t d = 0; d < x.dim(); ++d)
     if (std::find(red.begin(), red.end(), d) == red.end()) {
@@ -88,7 +106,7 @@ Grads prod_bw(const BackwardContext& c, const Grads& g) {
 Grads amax_bw(const BackwardContext& c, const Grads& g) {
   const Tensor x = c.input(0);
   const Tensor mask = eq(x, expand_out(c));
-  const Tensor count = sum(mask, c.attrs().shape, /*keepdim=*/true);
+  const Tensor count = sum(mask, reduce_args(c).dims, /*keepdim=*/true);
   return {div(mul(expand_g(c, G(g)), mask), expand(count, x.sizes()))};
 }
 
@@ -97,8 +115,9 @@ Grads max_dim_bw(const BackwardContext& c, const Grads& g) {
   const TensorMeta& m = c.input_meta(0);
   Tensor idx = c.output(1), grad = G(g);
   if (m.sizes.size() == 0) return {grad};
-  const int64_t dim = wrap_dim(c.attrs().dim, m.sizes.size(), "max");
-  if (!c.attrs().keepdim) {
+  const auto& a = c.attrs().get<attrs::ReduceDim>();
+  const int64_t dim = wrap_dim(a.dim, m.sizes.size(), "max");
+  if (!a.keepdim) {
     idx = unsqueeze(idx, dim);
     grad = unsqueeze(grad, dim);
   }
@@ -107,28 +126,28 @@ Grads max_dim_bw(const BackwardContext& c, const Grads& g) {
 
 Grads var_bw(const BackwardContext& c, const Grads& g) {
   const Tensor x = c.input(0);
-  const double n = static_cast<double>(reduced_count(x.sizes(), c.attrs().shape));
-  const double corr = c.attrs().s0.has_value() ? c.attrs().s0.to_double() : 1.0;
-  const Tensor centered = sub(x, mean(x, c.attrs().shape, /*keepdim=*/true));
+  const double n = static_cast<double>(reduced_count(x.sizes(), reduce_args(c).dims));
+  const double corr = c.attrs().get<attrs::Variance>().correction;
+  const Tensor centered = sub(x, mean(x, reduce_args(c).dims, /*keepdim=*/true));
   return {mul(expand_g(c, G(g)), mul(centered, 2.0 / (n - corr)))};
 }
 
 Grads std_bw(const BackwardContext& c, const Grads& g) {
   const Tensor x = c.input(0);
-  const double n = static_cast<double>(reduced_count(x.sizes(), c.attrs().shape));
-  const double corr = c.attrs().s0.has_value() ? c.attrs().s0.to_double() : 1.0;
-  const Tensor centered = sub(x, mean(x, c.attrs().shape, /*keepdim=*/true));
+  const double n = static_cast<double>(reduced_count(x.sizes(), reduce_args(c).dims));
+  const double corr = c.attrs().get<attrs::Variance>().correction;
+  const Tensor centered = sub(x, mean(x, reduce_args(c).dims, /*keepdim=*/true));
   return {div(mul(expand_g(c, G(g)), centered), mul(expand_out(c), n - corr))};
 }
 
 Grads norm_bw(const BackwardContext& c, const Grads& g) {
   const Tensor x = c.input(0), y = expand_out(c), gx = expand_g(c, G(g));
-  const double p = c.attrs().s0.has_value() ? c.attrs().s0.to_double() : 2.0;
+  const double p = c.attrs().get<attrs::Norm>().p;
   if (p == 0.0) return {zeros_like(x)};
   if (p == 1.0) return {mul(gx, sign(x))};
   if (std::isinf(p)) {
     const Tensor mask = eq(abs(x), y);
-    const Tensor count = expand(sum(mask, c.attrs().shape, /*keepdim=*/true), x.sizes());
+    const Tensor count = expand(sum(mask, reduce_args(c).dims, /*keepdim=*/true), x.sizes());
     return {div(mul(mul(gx, sign(x)), mask), count)};
   }
   // x |x|^(p-2) / ||x||^(p-1); zero where the norm is zero.
@@ -142,7 +161,7 @@ Grads logsumexp_bw(const BackwardContext& c, const Grads& g) {
 }
 
 Grads cumsum_bw(const BackwardContext& c, const Grads& g) {
-  const int64_t dim = c.attrs().dim;
+  const int64_t dim = c.attrs().get<attrs::Dim>().dim;
   if (G(g).dim() == 0) return {G(g)};
   return {flip(cumsum(flip(G(g), dim), dim), dim)};
 }
@@ -153,7 +172,7 @@ Grads cumsum_bw(const BackwardContext& c, const Grads& g) {
 // it is the reversed cumsum of g times the cumulative product with x_z replaced by 1,
 // over j >= z; after z every term holds the factor x_z = 0. Exact with any number of zeros.
 Grads cumprod_bw(const BackwardContext& c, const Grads& g) {
-  const int64_t dim = c.attrs().dim;
+  const int64_t dim = c.attrs().get<attrs::Dim>().dim;
   const Tensor gr = G(g);
   if (gr.dim() == 0) return {gr};
   const Tensor x = c.input(0).to(gr.dtype()), y = c.output(0).to(gr.dtype());
@@ -181,7 +200,8 @@ Grads mm_bw(const BackwardContext& c, const Grads& g) {
 
 Grads addmm_bw(const BackwardContext& c, const Grads& g) {
   const Tensor a = c.input(1), b = c.input(2), gr = G(g).to(a.dtype());
-  const double beta = c.attrs().s0.to_double(), alpha = c.attrs().s1.to_double();
+  const double beta = c.attrs().get<attrs::Addmm>().beta.to_double();
+  const double alpha = c.attrs().get<attrs::Addmm>().alpha.to_double();
   const bool batched = c.op() == OpId::baddbmm;
   Grads out(3);
   if (c.needs_grad(0)) out[0] = sum_to(mul(G(g), beta), c.input_meta(0).sizes);

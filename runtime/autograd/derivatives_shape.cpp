@@ -10,7 +10,7 @@ TensorOptions like(const TensorMeta& m) { return {.dtype = m.dtype, .device = m.
 Grads view_bw(const BackwardContext& c, const Grads& g) { return {reshape(g[0], c.input_meta(0).sizes)}; }
 
 Grads permute_bw(const BackwardContext& c, const Grads& g) {
-  const Shape& dims = c.attrs().shape;
+  const Shape& dims = c.attrs().get<attrs::Dims>().dims;
   Shape inverse = Shape::filled(dims.size(), 0);
   for (int i = 0; i < dims.size(); ++i) inverse[static_cast<int>(wrap_dim(dims[i], dims.size(), "permute"))] = i;
   return {permute(g[0], inverse)};
@@ -18,14 +18,15 @@ Grads permute_bw(const BackwardContext& c, const Grads& g) {
 
 Grads slice_bw(const BackwardContext& c, const Grads& g) {
   Tensor out = zeros(c.input_meta(0).sizes, like(c.input_meta(0)));
-  Tensor part = slice(out, c.attrs().dim, c.attrs().i0, c.attrs().i1, c.attrs().i2);
+  const auto& a = c.attrs().get<attrs::Slice>();
+  Tensor part = slice(out, a.dim, a.start, a.end, a.step);
   copy_(part, g[0]);
   return {out};
 }
 
 Grads select_bw(const BackwardContext& c, const Grads& g) {
   Tensor out = zeros(c.input_meta(0).sizes, like(c.input_meta(0)));
-  Tensor part = select(out, c.attrs().dim, c.attrs().i0);
+  Tensor part = select(out, c.attrs().get<attrs::Select>().dim, c.attrs().get<attrs::Select>().index);
   copy_(part, g[0]);
   return {out};
 }
@@ -37,10 +38,11 @@ Grads as_strided_bw(const BackwardContext& c, const Grads& g) {
   MIXT_CHECK(x.is_contiguous(), "as_strided",
              "backward needs a contiguous input (call contiguous() before as_strided)");
   // Flat index of each output element in the input, then scatter-add into it.
-  const int64_t offset = c.attrs().i0 < 0 ? x.storage_offset() : c.attrs().i0;
+  const auto& a = c.attrs().get<attrs::AsStrided>();
+  const int64_t offset = a.storage_offset.value_or(x.storage_offset());
   const int64_t extent = static_cast<int64_t>(x.impl()->storage->nbytes) / x.element_size();
   Tensor positions = arange(extent);
-  Tensor idx = as_strided(positions, c.attrs().shape, c.attrs().shape2, offset).reshape({-1});
+  Tensor idx = as_strided(positions, a.sizes, a.strides, offset).reshape({-1});
   idx = sub(idx, x.storage_offset());
   Tensor flat = zeros({x.numel()}, like(c.input_meta(0)));
   flat = scatter_add(flat, 0, idx, reshape(g[0].to(x.dtype()), {-1}));
@@ -60,7 +62,7 @@ Grads cat_bw(const BackwardContext& c, const Grads& g) {
   for (size_t i = 0; i < c.list_size(); ++i) {
     const Shape& s = c.list_meta(static_cast<int>(i)).sizes;
     if (!(s.size() == 1 && s[0] == 0)) {
-      dim = wrap_dim(c.attrs().dim, s.size(), "cat");
+      dim = wrap_dim(c.attrs().get<attrs::Dim>().dim, s.size(), "cat");
       break;
     }
   }
@@ -79,7 +81,8 @@ Grads cat_bw(const BackwardContext& c, const Grads& g) {
 
 Grads stack_bw(const BackwardContext& c, const Grads& g) {
   Grads out;
-  for (size_t i = 0; i < c.list_size(); ++i) out.push_back(select(g[0], c.attrs().dim, static_cast<int64_t>(i)));
+  const int64_t dim = c.attrs().get<attrs::Dim>().dim;
+  for (size_t i = 0; i < c.list_size(); ++i) out.push_back(select(g[0], dim, static_cast<int64_t>(i)));
   return out;
 }
 
@@ -95,7 +98,7 @@ Tensor spread_index(const Tensor& index, int64_t dim, const Shape& sizes) {
 
 Grads index_select_bw(const BackwardContext& c, const Grads& g) {
   const TensorMeta& m = c.input_meta(0);
-  const int64_t dim = wrap_dim(c.attrs().dim, m.sizes.size(), "index_select");
+  const int64_t dim = wrap_dim(c.attrs().get<attrs::Dim>().dim, m.sizes.size(), "index_select");
   Tensor out = zeros(m.sizes, like(m));
   if (m.sizes.size() == 0) return {add(out, reshape(g[0], {}))};
   return {scatter_add(out, dim, spread_index(c.input(1), dim, g[0].sizes()), g[0]), Tensor()};
@@ -103,7 +106,7 @@ Grads index_select_bw(const BackwardContext& c, const Grads& g) {
 
 Grads gather_bw(const BackwardContext& c, const Grads& g) {
   const TensorMeta& m = c.input_meta(0);
-  return {scatter_add(zeros(m.sizes, like(m)), c.attrs().dim, c.input(1), g[0]), Tensor()};
+  return {scatter_add(zeros(m.sizes, like(m)), c.attrs().get<attrs::Dim>().dim, c.input(1), g[0]), Tensor()};
 }
 
 // The gradient of a scatter's src from the values its index picked: a src larger
@@ -119,10 +122,11 @@ Tensor src_grad(const Tensor& picked, const TensorMeta& m) {
 
 Grads scatter_bw(const BackwardContext& c, const Grads& g) {
   const Tensor index = c.input(1);
-  Grads out{scatter(g[0], c.attrs().dim, index, Scalar(0)), Tensor()};
+  const int64_t dim = c.attrs().get<attrs::Scatter>().dim;
+  Grads out{scatter(g[0], dim, index, Scalar(0)), Tensor()};
   if (c.num_inputs() > 2 && c.input_meta(2).dtype != ScalarType::Undefined && c.needs_grad(2)) {
     const TensorMeta& m = c.input_meta(2);
-    out.push_back(src_grad(gather(g[0], c.attrs().dim, index), m));
+    out.push_back(src_grad(gather(g[0], dim, index), m));
   }
   return out;
 }
@@ -130,7 +134,7 @@ Grads scatter_bw(const BackwardContext& c, const Grads& g) {
 Grads scatter_add_bw(const BackwardContext& c, const Grads& g) {
   const Tensor index = c.input(1);
   const TensorMeta& m = c.input_meta(2);
-  return {g[0], Tensor(), src_grad(gather(g[0], c.attrs().dim, index), m)};
+  return {g[0], Tensor(), src_grad(gather(g[0], c.attrs().get<attrs::Dim>().dim, index), m)};
 }
 
 Grads masked_fill_bw(const BackwardContext& c, const Grads& g) {
@@ -150,8 +154,8 @@ Grads embedding_bw(const BackwardContext& c, const Grads& g) {
   idx = where(lt(idx, 0), add(idx, rows), idx);
   Tensor out = zeros(m.sizes, like(m));
   out = scatter_add(out, 0, expand(idx, {idx.size(0), width}), reshape(g[0], {-1, width}));
-  if (c.attrs().i0 >= 0) {
-    Tensor pad = select(out, 0, c.attrs().i0);
+  if (const auto pad_idx = c.attrs().get<attrs::Embedding>().padding_idx) {
+    Tensor pad = select(out, 0, *pad_idx);
     zero_(pad);
   }
   return {out, Tensor()};

@@ -5,12 +5,14 @@
 
 #include <optional>
 
+#include <mixt/dispatcher/attrs.h>
 #include <mixt/runtime/generator.h>
 #include <mixt/runtime/tensor.h>
 
 namespace mixt::nn::functional {
 
-enum class Reduction : int64_t { None = 0, Mean = 1, Sum = 2 };
+// How a loss combines its elements (mixt::Reduction: None, Mean, Sum).
+using ::mixt::Reduction;
 
 // softmax along `dim`, computed in float32 for narrow dtypes (max-subtracted).
 // `dtype`: cast the input to it first (Undefined: keep the input's).

@@ -13,9 +13,8 @@ Tensor finish(Tensor t, const TensorOptions& o) {
   return t;
 }
 
-OpCall factory_call(OpId id, const Shape& sizes, ScalarType dtype, std::optional<Device> device) {
+OpCall factory_call(OpId id, ScalarType dtype, std::optional<Device> device) {
   OpCall c(id);
-  c.attrs.shape = sizes;
   c.attrs.dtype = dtype;
   c.attrs.device = device.value_or(Device::cpu());
   return c;
@@ -31,14 +30,17 @@ TensorOptions like(const Tensor& t, TensorOptions o) {
 }  // namespace
 
 Tensor empty(const Shape& sizes, TensorOptions o) {
-  OpCall c = factory_call(OpId::empty, sizes, or_default(o.dtype, kFloat32), o.device);
+  OpCall c = factory_call(OpId::empty, or_default(o.dtype, kFloat32), o.device);
+  c.attrs.get<attrs::Sizes>().sizes = sizes;
   return finish(call_op(c), o);
 }
 
 Tensor full(const Shape& sizes, const Scalar& value, TensorOptions o) {
   MIXT_CHECK(value.has_value(), "full", "no fill value given");
-  OpCall c = factory_call(OpId::full, sizes, or_default(o.dtype, value.default_dtype()), o.device);
-  c.attrs.s0 = value;
+  OpCall c = factory_call(OpId::full, or_default(o.dtype, value.default_dtype()), o.device);
+  auto& a = c.attrs.get<attrs::Full>();
+  a.sizes = sizes;
+  a.value = value;
   return finish(call_op(c), o);
 }
 
@@ -57,25 +59,20 @@ Tensor arange(const Scalar& end, TensorOptions o) { return arange(0, end, 1, o);
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions o) {
   MIXT_CHECK(start.has_value() && end.has_value() && step.has_value(), "arange", "start, end and step are required");
   const bool all_int = !start.is_floating() && !end.is_floating() && !step.is_floating();
-  OpCall c = factory_call(OpId::arange, {}, or_default(o.dtype, all_int ? kInt64 : kFloat32), o.device);
-  c.attrs.s0 = start;
-  c.attrs.s1 = end;
-  c.attrs.s2 = step;
+  OpCall c = factory_call(OpId::arange, or_default(o.dtype, all_int ? kInt64 : kFloat32), o.device);
+  c.attrs.get<attrs::Arange>() = {start, end, step};
   return finish(call_op(c), o);
 }
 
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions o) {
-  OpCall c = factory_call(OpId::linspace, {}, or_default(o.dtype, kFloat32), o.device);
-  c.attrs.s0 = start;
-  c.attrs.s1 = end;
-  c.attrs.i0 = steps;
+  OpCall c = factory_call(OpId::linspace, or_default(o.dtype, kFloat32), o.device);
+  c.attrs.get<attrs::Linspace>() = {start, end, steps};
   return finish(call_op(c), o);
 }
 
 Tensor eye(int64_t n, int64_t m, TensorOptions o) {
-  OpCall c = factory_call(OpId::eye, {}, or_default(o.dtype, kFloat32), o.device);
-  c.attrs.i0 = n;
-  c.attrs.i1 = m < 0 ? n : m;
+  OpCall c = factory_call(OpId::eye, or_default(o.dtype, kFloat32), o.device);
+  c.attrs.get<attrs::Eye>() = {n, m < 0 ? n : m};
   return finish(call_op(c), o);
 }
 
@@ -138,7 +135,7 @@ Tensor& fill_(Tensor& t, const Scalar& value) {
   MIXT_CHECK(value.has_value(), "fill_", "no fill value given");
   OpCall c(OpId::fill_);
   c.push(t);
-  c.attrs.s0 = value;
+  c.attrs.get<attrs::Value>().value = value;
   return call_inplace(c, t);
 }
 
@@ -147,8 +144,7 @@ Tensor& zero_(Tensor& t) { return fill_(t, 0); }
 Tensor& uniform_(Tensor& t, double low, double high, Generator* gen) {
   OpCall c(OpId::uniform_);
   c.push(t);
-  c.attrs.s0 = low;
-  c.attrs.s1 = high;
+  c.attrs.get<attrs::Uniform>() = {low, high};
   c.attrs.generator = gen;
   return call_inplace(c, t);
 }
@@ -156,8 +152,7 @@ Tensor& uniform_(Tensor& t, double low, double high, Generator* gen) {
 Tensor& normal_(Tensor& t, double mean, double std, Generator* gen) {
   OpCall c(OpId::normal_);
   c.push(t);
-  c.attrs.s0 = mean;
-  c.attrs.s1 = std;
+  c.attrs.get<attrs::Normal>() = {mean, std};
   c.attrs.generator = gen;
   return call_inplace(c, t);
 }
@@ -165,8 +160,7 @@ Tensor& normal_(Tensor& t, double mean, double std, Generator* gen) {
 Tensor& random_(Tensor& t, int64_t low, int64_t high, Generator* gen) {
   OpCall c(OpId::random_);
   c.push(t);
-  c.attrs.s0 = low;
-  c.attrs.s1 = high;
+  c.attrs.get<attrs::RandomInts>() = {low, high};
   c.attrs.generator = gen;
   return call_inplace(c, t);
 }

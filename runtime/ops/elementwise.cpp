@@ -35,25 +35,31 @@ Tensor& binary_(OpId id, Tensor& a, const Tensor& b) {
   return call_inplace(c, a);
 }
 
-int64_t rounding_code(std::string_view mode) {
-  if (mode.empty() || mode == "none") return 0;
-  if (mode == "trunc") return 1;
-  if (mode == "floor") return 2;
+Rounding rounding_mode_of(std::string_view mode) {
+  if (mode.empty() || mode == "none") return Rounding::True;
+  if (mode == "trunc") return Rounding::Trunc;
+  if (mode == "floor") return Rounding::Floor;
   MIXT_FAIL("div", "rounding_mode must be \"\", \"trunc\" or \"floor\" (got \"{}\")", mode);
 }
 
-bool gelu_tanh(std::string_view approximate) {
-  if (approximate == "none") return false;
-  if (approximate == "tanh") return true;
+GeluApprox gelu_approx(std::string_view approximate) {
+  if (approximate == "none") return GeluApprox::None;
+  if (approximate == "tanh") return GeluApprox::Tanh;
   MIXT_FAIL("gelu", "approximate must be \"none\" or \"tanh\" (got \"{}\")", approximate);
 }
 
-OpCall ternary_call(OpId id, const Tensor& t, const Tensor& a, const Tensor& b, const Scalar& value) {
+OpCall ternary_call(OpId id, const Tensor& t, const Tensor& a, const Tensor& b) {
   OpCall c(id);
   c.push(t);
   c.push(a);
   c.push(b);
-  c.attrs.s0 = value;
+  return c;
+}
+
+// addcmul / addcdiv: t + value * (a op b).
+OpCall pointwise_call(OpId id, const Tensor& t, const Tensor& a, const Tensor& b, const Scalar& value) {
+  OpCall c = ternary_call(id, t, a, b);
+  c.attrs.get<attrs::Pointwise>().value = value;
   return c;
 }
 
@@ -91,44 +97,42 @@ MIXT_DEFINE_UNARY_FRONT(ceil)
 Tensor gelu(const Tensor& t, std::string_view approximate) {
   OpCall c(OpId::gelu);
   c.push(t);
-  c.attrs.flag = gelu_tanh(approximate);
+  c.attrs.get<attrs::Gelu>().approximate = gelu_approx(approximate);
   return call_op(c);
 }
 
 Tensor& gelu_(Tensor& t, std::string_view approximate) {
   OpCall c(OpId::gelu_);
   c.push(t);
-  c.attrs.flag = gelu_tanh(approximate);
+  c.attrs.get<attrs::Gelu>().approximate = gelu_approx(approximate);
   return call_inplace(c, t);
 }
 
 Tensor softplus(const Tensor& t, double beta, double threshold) {
   OpCall c(OpId::softplus);
   c.push(t);
-  c.attrs.s0 = beta;
-  c.attrs.s1 = threshold;
+  c.attrs.get<attrs::Softplus>() = {beta, threshold};
   return call_op(c);
 }
 
 Tensor& softplus_(Tensor& t, double beta, double threshold) {
   OpCall c(OpId::softplus_);
   c.push(t);
-  c.attrs.s0 = beta;
-  c.attrs.s1 = threshold;
+  c.attrs.get<attrs::Softplus>() = {beta, threshold};
   return call_inplace(c, t);
 }
 
 Tensor round(const Tensor& t, int64_t decimals) {
   OpCall c(OpId::round);
   c.push(t);
-  c.attrs.i0 = decimals;
+  c.attrs.get<attrs::Round>().decimals = decimals;
   return call_op(c);
 }
 
 Tensor& round_(Tensor& t, int64_t decimals) {
   OpCall c(OpId::round_);
   c.push(t);
-  c.attrs.i0 = decimals;
+  c.attrs.get<attrs::Round>().decimals = decimals;
   return call_inplace(c, t);
 }
 
@@ -136,8 +140,7 @@ Tensor clamp(const Tensor& t, const Scalar& min, const Scalar& max) {
   MIXT_CHECK(min.has_value() || max.has_value(), "clamp", "at least one of min and max must be given");
   OpCall c(OpId::clamp);
   c.push(t);
-  c.attrs.s0 = min;
-  c.attrs.s1 = max;
+  c.attrs.get<attrs::Clamp>() = {min, max};
   return call_op(c);
 }
 
@@ -145,8 +148,7 @@ Tensor& clamp_(Tensor& t, const Scalar& min, const Scalar& max) {
   MIXT_CHECK(min.has_value() || max.has_value(), "clamp_", "at least one of min and max must be given");
   OpCall c(OpId::clamp_);
   c.push(t);
-  c.attrs.s0 = min;
-  c.attrs.s1 = max;
+  c.attrs.get<attrs::Clamp>() = {min, max};
   return call_inplace(c, t);
 }
 
@@ -160,13 +162,13 @@ Tensor logical_not(const Tensor& t) { return unary(OpId::logical_not, t); }
 // ---- binary ----
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   OpCall c = binary_call(OpId::add, a, b);
-  c.attrs.s0 = alpha;
+  c.attrs.get<attrs::Alpha>().alpha = alpha;
   return call_op(c);
 }
 Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) { return add(a, wrapped_scalar(b), alpha); }
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   OpCall c = binary_call(OpId::sub, a, b);
-  c.attrs.s0 = alpha;
+  c.attrs.get<attrs::Alpha>().alpha = alpha;
   return call_op(c);
 }
 Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) { return sub(a, wrapped_scalar(b), alpha); }
@@ -175,7 +177,7 @@ Tensor mul(const Tensor& a, const Tensor& b) { return binary(OpId::mul, a, b); }
 Tensor mul(const Tensor& a, const Scalar& b) { return mul(a, wrapped_scalar(b)); }
 Tensor div(const Tensor& a, const Tensor& b, std::string_view rounding_mode) {
   OpCall c = binary_call(OpId::div, a, b);
-  c.attrs.i0 = rounding_code(rounding_mode);
+  c.attrs.get<attrs::Div>().rounding_mode = rounding_mode_of(rounding_mode);
   return call_op(c);
 }
 Tensor div(const Tensor& a, const Scalar& b, std::string_view rounding_mode) {
@@ -190,13 +192,13 @@ Tensor minimum(const Tensor& a, const Tensor& b) { return binary(OpId::minimum, 
 
 Tensor& add_(Tensor& a, const Tensor& b, const Scalar& alpha) {
   OpCall c = binary_call(OpId::add_, a, b);
-  c.attrs.s0 = alpha;
+  c.attrs.get<attrs::Alpha>().alpha = alpha;
   return call_inplace(c, a);
 }
 Tensor& add_(Tensor& a, const Scalar& b, const Scalar& alpha) { return add_(a, wrapped_scalar(b), alpha); }
 Tensor& sub_(Tensor& a, const Tensor& b, const Scalar& alpha) {
   OpCall c = binary_call(OpId::sub_, a, b);
-  c.attrs.s0 = alpha;
+  c.attrs.get<attrs::Alpha>().alpha = alpha;
   return call_inplace(c, a);
 }
 Tensor& sub_(Tensor& a, const Scalar& b, const Scalar& alpha) { return sub_(a, wrapped_scalar(b), alpha); }
@@ -204,7 +206,7 @@ Tensor& mul_(Tensor& a, const Tensor& b) { return binary_(OpId::mul_, a, b); }
 Tensor& mul_(Tensor& a, const Scalar& b) { return mul_(a, wrapped_scalar(b)); }
 Tensor& div_(Tensor& a, const Tensor& b, std::string_view rounding_mode) {
   OpCall c = binary_call(OpId::div_, a, b);
-  c.attrs.i0 = rounding_code(rounding_mode);
+  c.attrs.get<attrs::Div>().rounding_mode = rounding_mode_of(rounding_mode);
   return call_inplace(c, a);
 }
 Tensor& div_(Tensor& a, const Scalar& b, std::string_view rounding_mode) {
@@ -230,28 +232,28 @@ Tensor logical_xor(const Tensor& a, const Tensor& b) { return binary(OpId::logic
 
 // ---- ternary ----
 Tensor addcmul(const Tensor& t, const Tensor& t1, const Tensor& t2, const Scalar& value) {
-  OpCall c = ternary_call(OpId::addcmul, t, t1, t2, value);
+  OpCall c = pointwise_call(OpId::addcmul, t, t1, t2, value);
   return call_op(c);
 }
 Tensor& addcmul_(Tensor& t, const Tensor& t1, const Tensor& t2, const Scalar& value) {
-  OpCall c = ternary_call(OpId::addcmul_, t, t1, t2, value);
+  OpCall c = pointwise_call(OpId::addcmul_, t, t1, t2, value);
   return call_inplace(c, t);
 }
 Tensor addcdiv(const Tensor& t, const Tensor& t1, const Tensor& t2, const Scalar& value) {
-  OpCall c = ternary_call(OpId::addcdiv, t, t1, t2, value);
+  OpCall c = pointwise_call(OpId::addcdiv, t, t1, t2, value);
   return call_op(c);
 }
 Tensor& addcdiv_(Tensor& t, const Tensor& t1, const Tensor& t2, const Scalar& value) {
-  OpCall c = ternary_call(OpId::addcdiv_, t, t1, t2, value);
+  OpCall c = pointwise_call(OpId::addcdiv_, t, t1, t2, value);
   return call_inplace(c, t);
 }
 Tensor lerp(const Tensor& t, const Tensor& end, const Tensor& weight) {
-  OpCall c = ternary_call(OpId::lerp, t, end, weight, Scalar());
+  OpCall c = ternary_call(OpId::lerp, t, end, weight);
   return call_op(c);
 }
 Tensor lerp(const Tensor& t, const Tensor& end, const Scalar& weight) { return lerp(t, end, wrapped_scalar(weight)); }
 Tensor& lerp_(Tensor& t, const Tensor& end, const Tensor& weight) {
-  OpCall c = ternary_call(OpId::lerp_, t, end, weight, Scalar());
+  OpCall c = ternary_call(OpId::lerp_, t, end, weight);
   return call_inplace(c, t);
 }
 Tensor& lerp_(Tensor& t, const Tensor& end, const Scalar& weight) { return lerp_(t, end, wrapped_scalar(weight)); }

@@ -5,11 +5,13 @@
 namespace mixt {
 namespace {
 
+// A call of an op whose attribute struct A has a `dim` (Dim, Scatter).
+template <class A = attrs::Dim>
 OpCall dim_call(OpId id, const Tensor& t, int64_t dim, const Tensor& index) {
   OpCall c(id);
   c.push(t);
   c.push(index);
-  c.attrs.dim = dim;
+  c.attrs.get<A>().dim = dim;
   return c;
 }
 
@@ -26,26 +28,26 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
 }
 
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
-  OpCall c = dim_call(OpId::scatter, t, dim, index);
+  OpCall c = dim_call<attrs::Scatter>(OpId::scatter, t, dim, index);
   c.push(src);
   return call_op(c);
 }
 
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Scalar& value) {
-  OpCall c = dim_call(OpId::scatter, t, dim, index);
-  c.attrs.s0 = value;
+  OpCall c = dim_call<attrs::Scatter>(OpId::scatter, t, dim, index);
+  c.attrs.get<attrs::Scatter>().value = value;
   return call_op(c);
 }
 
 Tensor& scatter_(Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
-  OpCall c = dim_call(OpId::scatter_, t, dim, index);
+  OpCall c = dim_call<attrs::Scatter>(OpId::scatter_, t, dim, index);
   c.push(src);
   return call_inplace(c, t);
 }
 
 Tensor& scatter_(Tensor& t, int64_t dim, const Tensor& index, const Scalar& value) {
-  OpCall c = dim_call(OpId::scatter_, t, dim, index);
-  c.attrs.s0 = value;
+  OpCall c = dim_call<attrs::Scatter>(OpId::scatter_, t, dim, index);
+  c.attrs.get<attrs::Scatter>().value = value;
   return call_inplace(c, t);
 }
 
@@ -65,7 +67,7 @@ Tensor masked_fill(const Tensor& t, const Tensor& mask, const Scalar& value) {
   OpCall c(OpId::masked_fill);
   c.push(t);
   c.push(mask);
-  c.attrs.s0 = value;
+  c.attrs.get<attrs::Value>().value = value;
   return call_op(c);
 }
 
@@ -73,7 +75,7 @@ Tensor& masked_fill_(Tensor& t, const Tensor& mask, const Scalar& value) {
   OpCall c(OpId::masked_fill_);
   c.push(t);
   c.push(mask);
-  c.attrs.s0 = value;
+  c.attrs.get<attrs::Value>().value = value;
   return call_inplace(c, t);
 }
 
@@ -97,7 +99,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
   OpCall c(OpId::embedding);
   c.push(weight);
   c.push(indices);
-  c.attrs.i0 = padding_idx;
+  if (padding_idx != -1) c.attrs.get<attrs::Embedding>().padding_idx = padding_idx;  // -1: none
   return call_op(c);
 }
 

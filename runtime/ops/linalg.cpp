@@ -19,8 +19,7 @@ Tensor scaled_product(OpId id, const Tensor& bias, const Tensor& a, const Tensor
   c.push(bias);
   c.push(a);
   c.push(b);
-  c.attrs.s0 = beta;
-  c.attrs.s1 = alpha;
+  c.attrs.get<attrs::Addmm>() = {beta, alpha};
   c.attrs.dtype = out_dtype;
   return call_op(c);
 }

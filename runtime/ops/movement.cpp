@@ -48,7 +48,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   MIXT_CHECK(!tensors.empty(), "cat", "expected a non-empty list of tensors");
   OpCall c(OpId::cat);
   c.list = tensors;
-  c.attrs.dim = dim;
+  c.attrs.get<attrs::Dim>().dim = dim;
   for (const Tensor& t : tensors) MIXT_CHECK(t.defined(), "cat", "the list holds an undefined tensor");
   return call_op(c);
 }
@@ -57,7 +57,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   MIXT_CHECK(!tensors.empty(), "stack", "expected a non-empty list of tensors");
   OpCall c(OpId::stack);
   c.list = tensors;
-  c.attrs.dim = dim;
+  c.attrs.get<attrs::Dim>().dim = dim;
   for (const Tensor& t : tensors) MIXT_CHECK(t.defined(), "stack", "the list holds an undefined tensor");
   return call_op(c);
 }

@@ -24,28 +24,24 @@ OpCall make_call(OpId id, std::initializer_list<Tensor> required, std::initializ
   return c;
 }
 
-// Packs one value per spatial dim for each of the lists (conv geometry).
-Shape pack(std::initializer_list<const Shape*> lists, int rank, const char* op) {
-  Shape out;
-  for (const Shape* l : lists) {
-    MIXT_CHECK(l->size() == rank || l->size() == 1, op, "expected {} values (or one), got {}", rank, l->str());
-    for (int d = 0; d < rank; ++d) out.push_back(l->size() == 1 ? (*l)[0] : (*l)[d]);
-  }
-  return out;
+// One value per spatial dim: `l` as given, or its single value repeated (conv geometry).
+Shape per_dim(const Shape& l, int rank, const char* op, const char* what) {
+  MIXT_CHECK(l.size() == rank || l.size() == 1, op, "expected {} values (or one) for {}, got {}", rank, what, l);
+  return l.size() == 1 ? Shape::filled(rank, l[0]) : l;
 }
 
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim, ScalarType dtype) {
   OpCall c = make_call(OpId::softmax, {x});
-  c.attrs.dim = dim;
+  c.attrs.get<attrs::Dim>().dim = dim;
   c.attrs.dtype = dtype;
   return call_op(c);
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim, ScalarType dtype) {
   OpCall c = make_call(OpId::log_softmax, {x});
-  c.attrs.dim = dim;
+  c.attrs.get<attrs::Dim>().dim = dim;
   c.attrs.dtype = dtype;
   return call_op(c);
 }
@@ -53,38 +49,32 @@ Tensor log_softmax(const Tensor& x, int64_t dim, ScalarType dtype) {
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
   OpCall c = make_call(OpId::layer_norm, {x}, {weight, bias});
-  c.attrs.shape = normalized_shape;
-  c.attrs.s0 = eps;
+  c.attrs.get<attrs::LayerNorm>() = {normalized_shape, eps};
   return call_op(c);
 }
 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, std::optional<double> eps) {
   OpCall c = make_call(OpId::rms_norm, {x}, {weight});
-  c.attrs.shape = normalized_shape;
-  if (eps) c.attrs.s0 = *eps;
+  c.attrs.get<attrs::RmsNorm>() = {normalized_shape, eps};
   return call_op(c);
 }
 
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
   OpCall c = make_call(OpId::group_norm, {x}, {weight, bias});
-  c.attrs.i0 = num_groups;
-  c.attrs.s0 = eps;
+  c.attrs.get<attrs::GroupNorm>() = {num_groups, eps};
   return call_op(c);
 }
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
   OpCall c = make_call(OpId::batch_norm, {x, running_mean, running_var}, {weight, bias});
-  c.attrs.flag = training;
-  c.attrs.s0 = momentum;
-  c.attrs.s1 = eps;
+  c.attrs.get<attrs::BatchNorm>() = {training, momentum, eps};
   return call_op(c);
 }
 
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   OpCall c = make_call(OpId::dropout, {x});
-  c.attrs.s0 = p;
-  c.attrs.flag = training;
+  c.attrs.get<attrs::Dropout>() = {p, training};
   c.attrs.generator = gen;
   return call_op(c);
 }
@@ -92,24 +82,21 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                      Reduction reduction, double label_smoothing) {
   OpCall c = make_call(OpId::cross_entropy, {logits, target}, {weight});
-  c.attrs.i0 = ignore_index;
-  c.attrs.i1 = static_cast<int64_t>(reduction);
-  c.attrs.s0 = label_smoothing;
+  c.attrs.get<attrs::CrossEntropy>() = {ignore_index, reduction, label_smoothing};
   return call_op(c);
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                 Reduction reduction) {
   OpCall c = make_call(OpId::nll_loss, {log_probs, target}, {weight});
-  c.attrs.i0 = ignore_index;
-  c.attrs.i1 = static_cast<int64_t>(reduction);
+  c.attrs.get<attrs::NllLoss>() = {ignore_index, reduction};
   return call_op(c);
 }
 
 #define MIXT_DEFINE_PAIR_LOSS(name)                                                  \
   Tensor name(const Tensor& input, const Tensor& target, Reduction reduction) {      \
     OpCall c = make_call(OpId::name, {input, target});                               \
-    c.attrs.i1 = static_cast<int64_t>(reduction);                                    \
+    c.attrs.get<attrs::Loss>().reduction = reduction;                                \
     return call_op(c);                                                               \
   }
 MIXT_DEFINE_PAIR_LOSS(mse_loss)
@@ -118,51 +105,45 @@ MIXT_DEFINE_PAIR_LOSS(l1_loss)
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
   OpCall c = make_call(OpId::smooth_l1_loss, {input, target});
-  c.attrs.i1 = static_cast<int64_t>(reduction);
-  c.attrs.s0 = beta;
+  c.attrs.get<attrs::SmoothL1>() = {reduction, beta};
   return call_op(c);
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction, double delta) {
   OpCall c = make_call(OpId::huber_loss, {input, target});
-  c.attrs.i1 = static_cast<int64_t>(reduction);
-  c.attrs.s0 = delta;
+  c.attrs.get<attrs::Huber>() = {reduction, delta};
   return call_op(c);
 }
 
 Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target, const Tensor& weight, Reduction reduction) {
   OpCall c = make_call(OpId::binary_cross_entropy, {probs, target}, {weight});
-  c.attrs.i1 = static_cast<int64_t>(reduction);
+  c.attrs.get<attrs::Loss>().reduction = reduction;
   return call_op(c);
 }
 
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target, const Tensor& weight,
                                         const Tensor& pos_weight, Reduction reduction) {
   OpCall c = make_call(OpId::binary_cross_entropy_with_logits, {logits, target}, {weight, pos_weight});
-  c.attrs.i1 = static_cast<int64_t>(reduction);
+  c.attrs.get<attrs::Loss>().reduction = reduction;
   return call_op(c);
 }
 
 Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bool log_target) {
   OpCall c = make_call(OpId::kl_div, {input, target});
-  c.attrs.i1 = static_cast<int64_t>(reduction);
-  c.attrs.flag = log_target;
+  c.attrs.get<attrs::KlDiv>() = {reduction, log_target};
   return call_op(c);
 }
 
 Tensor cosine_similarity(const Tensor& a, const Tensor& b, int64_t dim, double eps) {
   OpCall c = make_call(OpId::cosine_similarity, {a, b});
-  c.attrs.dim = dim;
-  c.attrs.s0 = eps;
+  c.attrs.get<attrs::CosineSimilarity>() = {dim, eps};
   return call_op(c);
 }
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
                                     double dropout_p, bool is_causal, std::optional<double> scale, Generator* gen) {
   OpCall c = make_call(OpId::scaled_dot_product_attention, {q, k, v}, {attn_mask});
-  c.attrs.s0 = dropout_p;
-  if (scale) c.attrs.s1 = *scale;
-  c.attrs.flag = is_causal;
+  c.attrs.get<attrs::Attention>() = {dropout_p, scale, is_causal};
   c.attrs.generator = gen;
   return call_op(c);
 }
@@ -170,16 +151,15 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,
               int64_t dilation, int64_t groups) {
   OpCall c = make_call(OpId::conv1d, {x, weight}, {bias});
-  c.attrs.shape = Shape{stride, padding, dilation};
-  c.attrs.i0 = groups;
+  c.attrs.get<attrs::Conv>() = {{stride}, {padding}, {dilation}, groups};
   return call_op(c);
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Shape& stride, const Shape& padding,
               const Shape& dilation, int64_t groups) {
   OpCall c = make_call(OpId::conv2d, {x, weight}, {bias});
-  c.attrs.shape = pack({&stride, &padding, &dilation}, 2, "conv2d");
-  c.attrs.i0 = groups;
+  c.attrs.get<attrs::Conv>() = {per_dim(stride, 2, "conv2d", "stride"), per_dim(padding, 2, "conv2d", "padding"),
+                                 per_dim(dilation, 2, "conv2d", "dilation"), groups};
   return call_op(c);
 }
 
@@ -187,7 +167,9 @@ Tensor im2col(const Tensor& x, const Shape& kernel, const Shape& stride, const S
               const Shape& dilation) {
   MIXT_CHECK(kernel.size() == 1 || kernel.size() == 2, "im2col", "1-D or 2-D windows only (kernel {})", kernel);
   OpCall c = make_call(OpId::im2col, {x});
-  c.attrs.shape = pack({&kernel, &stride, &padding, &dilation}, kernel.size(), "im2col");
+  const int r = kernel.size();
+  c.attrs.get<attrs::Im2col>() = {kernel, per_dim(stride, r, "im2col", "stride"),
+                                  per_dim(padding, r, "im2col", "padding"), per_dim(dilation, r, "im2col", "dilation")};
   return call_op(c);
 }
 
@@ -195,8 +177,9 @@ Tensor col2im(const Tensor& cols, const Shape& spatial, const Shape& kernel, con
               const Shape& padding, const Shape& dilation) {
   MIXT_CHECK(kernel.size() == 1 || kernel.size() == 2, "col2im", "1-D or 2-D windows only (kernel {})", kernel);
   OpCall c = make_call(OpId::col2im, {cols});
-  c.attrs.shape = pack({&kernel, &stride, &padding, &dilation}, kernel.size(), "col2im");
-  c.attrs.shape2 = spatial;
+  const int r = kernel.size();
+  c.attrs.get<attrs::Col2im>() = {spatial, kernel, per_dim(stride, r, "col2im", "stride"),
+                                  per_dim(padding, r, "col2im", "padding"), per_dim(dilation, r, "col2im", "dilation")};
   return call_op(c);
 }
 

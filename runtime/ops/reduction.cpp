@@ -5,25 +5,18 @@
 namespace mixt {
 namespace {
 
-OpCall reduce_call(OpId id, const Tensor& t, const Shape& dims, bool keepdim, ScalarType dtype) {
+Tensor reduce(OpId id, const Tensor& t, const Shape& dims, bool keepdim, ScalarType dtype = ScalarType::Undefined) {
   OpCall c(id);
   c.push(t);
-  c.attrs.shape = dims;
-  c.attrs.keepdim = keepdim;
+  c.attrs.get<attrs::Reduce>() = {dims, keepdim};
   c.attrs.dtype = dtype;
-  return c;
-}
-
-Tensor reduce(OpId id, const Tensor& t, const Shape& dims, bool keepdim, ScalarType dtype = ScalarType::Undefined) {
-  OpCall c = reduce_call(id, t, dims, keepdim, dtype);
   return call_op(c);
 }
 
 ValuesIndices reduce_with_indices(OpId id, const Tensor& t, int64_t dim, bool keepdim) {
   OpCall c(id);
   c.push(t);
-  c.attrs.dim = dim;
-  c.attrs.keepdim = keepdim;
+  c.attrs.get<attrs::ReduceDim>() = {dim, keepdim};
   dispatch(c);
   return {std::move(c.out[0]), std::move(c.out[1])};
 }
@@ -31,15 +24,14 @@ ValuesIndices reduce_with_indices(OpId id, const Tensor& t, int64_t dim, bool ke
 Tensor arg_reduce(OpId id, const Tensor& t, std::optional<int64_t> dim, bool keepdim) {
   OpCall c(id);
   c.push(t);
-  if (dim) c.attrs.shape = Shape{*dim};
-  c.attrs.keepdim = keepdim;
+  c.attrs.get<attrs::ArgReduce>() = {dim, keepdim};
   return call_op(c);
 }
 
 Tensor scan(OpId id, const Tensor& t, int64_t dim, ScalarType dtype) {
   OpCall c(id);
   c.push(t);
-  c.attrs.dim = dim;
+  c.attrs.get<attrs::Dim>().dim = dim;
   c.attrs.dtype = dtype;
   return call_op(c);
 }
@@ -68,18 +60,22 @@ Tensor argmin(const Tensor& t, std::optional<int64_t> dim, bool keepdim) {
   return arg_reduce(OpId::argmin, t, dim, keepdim);
 }
 Tensor var(const Tensor& t, const Shape& dims, double correction, bool keepdim) {
-  OpCall c = reduce_call(OpId::var, t, dims, keepdim, ScalarType::Undefined);
-  c.attrs.s0 = correction;
+  OpCall c(OpId::var);
+  c.push(t);
+  c.attrs.get<attrs::Variance>() = {dims, correction, keepdim};
   return call_op(c);
 }
 Tensor std(const Tensor& t, const Shape& dims, double correction, bool keepdim) {
-  OpCall c = reduce_call(OpId::std, t, dims, keepdim, ScalarType::Undefined);
-  c.attrs.s0 = correction;
+  OpCall c(OpId::std);
+  c.push(t);
+  c.attrs.get<attrs::Variance>() = {dims, correction, keepdim};
   return call_op(c);
 }
 Tensor norm(const Tensor& t, double p, const Shape& dims, bool keepdim, ScalarType dtype) {
-  OpCall c = reduce_call(OpId::norm, t, dims, keepdim, dtype);
-  c.attrs.s0 = p;
+  OpCall c(OpId::norm);
+  c.push(t);
+  c.attrs.get<attrs::Norm>() = {p, dims, keepdim};
+  c.attrs.dtype = dtype;
   return call_op(c);
 }
 Tensor logsumexp(const Tensor& t, const Shape& dims, bool keepdim) {

@@ -9,7 +9,7 @@ namespace mixt {
 Tensor view(const Tensor& t, const Shape& shape) {
   OpCall c(OpId::view);
   c.push(t);
-  c.attrs.shape = shape;
+  c.attrs.get<attrs::Sizes>().sizes = shape;
   return call_op(c);
 }
 
@@ -23,7 +23,7 @@ Tensor reshape(const Tensor& t, const Shape& shape) {
 Tensor permute(const Tensor& t, const Shape& dims) {
   OpCall c(OpId::permute);
   c.push(t);
-  c.attrs.shape = dims;
+  c.attrs.get<attrs::Dims>().dims = dims;
   return call_op(c);
 }
 
@@ -44,10 +44,7 @@ Tensor transpose(const Tensor& t, int64_t dim0, int64_t dim1) {
 Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t step) {
   OpCall c(OpId::slice);
   c.push(t);
-  c.attrs.dim = dim;
-  c.attrs.i0 = start;
-  c.attrs.i1 = end;
-  c.attrs.i2 = step;
+  c.attrs.get<attrs::Slice>() = {dim, start, end, step};
   return call_op(c);
 }
 
@@ -64,15 +61,14 @@ Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
 Tensor select(const Tensor& t, int64_t dim, int64_t index) {
   OpCall c(OpId::select);
   c.push(t);
-  c.attrs.dim = dim;
-  c.attrs.i0 = index;
+  c.attrs.get<attrs::Select>() = {dim, index};
   return call_op(c);
 }
 
 Tensor expand(const Tensor& t, const Shape& shape) {
   OpCall c(OpId::expand);
   c.push(t);
-  c.attrs.shape = shape;
+  c.attrs.get<attrs::Sizes>().sizes = shape;
   return call_op(c);
 }
 
@@ -88,14 +84,14 @@ Tensor squeeze(const Tensor& t, const Shape& dims) {
   MIXT_CHECK(!dims.empty(), "squeeze", "no dims given (call squeeze(t) to drop every size-1 dim)");
   OpCall c(OpId::squeeze);
   c.push(t);
-  c.attrs.shape = dims;
+  c.attrs.get<attrs::Dims>().dims = dims;
   return call_op(c);
 }
 
 Tensor unsqueeze(const Tensor& t, int64_t dim) {
   OpCall c(OpId::unsqueeze);
   c.push(t);
-  c.attrs.dim = dim;
+  c.attrs.get<attrs::Dim>().dim = dim;
   return call_op(c);
 }
 
@@ -118,9 +114,10 @@ Tensor flatten(const Tensor& t, int64_t start_dim, int64_t end_dim) {
 Tensor as_strided(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t storage_offset) {
   OpCall c(OpId::as_strided);
   c.push(t);
-  c.attrs.shape = sizes;
-  c.attrs.shape2 = strides;
-  c.attrs.i0 = storage_offset;
+  auto& a = c.attrs.get<attrs::AsStrided>();
+  a.sizes = sizes;
+  a.strides = strides;
+  if (storage_offset >= 0) a.storage_offset = storage_offset;
   return call_op(c);
 }
 

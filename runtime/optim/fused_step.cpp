@@ -37,14 +37,8 @@ void adam_step_(std::span<const Tensor> params, std::span<const Tensor> grads, s
                 : concat({params, grads, exp_avgs, exp_avg_sqs, steps});
   OpCall c(OpId::adam_step_);
   c.list = all;
-  c.attrs.i0 = static_cast<int64_t>(params.size());
-  c.attrs.i1 = h.decoupled ? 1 : 0;
-  c.attrs.flag = h.amsgrad;
-  c.attrs.s0 = h.lr;
-  c.attrs.s1 = h.beta1;
-  c.attrs.s2 = h.beta2;
-  c.attrs.s3 = h.eps;
-  c.attrs.s4 = h.weight_decay;
+  c.attrs.get<attrs::AdamStep>() = {static_cast<int64_t>(params.size()), h.amsgrad, h.decoupled, h.lr, h.beta1,
+                                    h.beta2, h.eps, h.weight_decay};
   run(c, found_inf);
 }
 
@@ -53,12 +47,8 @@ void sgd_step_(std::span<const Tensor> params, std::span<const Tensor> grads, st
   const std::vector<Tensor> all = concat({params, grads, momentum_buffers, steps});
   OpCall c(OpId::sgd_step_);
   c.list = all;
-  c.attrs.i0 = static_cast<int64_t>(params.size());
-  c.attrs.flag = h.nesterov;
-  c.attrs.s0 = h.lr;
-  c.attrs.s1 = h.momentum;
-  c.attrs.s2 = h.dampening;
-  c.attrs.s3 = h.weight_decay;
+  c.attrs.get<attrs::SgdStep>() = {static_cast<int64_t>(params.size()), h.lr, h.momentum, h.dampening,
+                                   h.weight_decay, h.nesterov};
   run(c, found_inf);
 }
 

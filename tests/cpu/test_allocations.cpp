@@ -74,12 +74,19 @@ long news_during(F&& f) {
   return g_news;
 }
 
+// Attributes of every kind, the largest shape included: all stored inline.
+MIXT_ATTRS_STRUCT(PassAttrs, (Shape, sizes, {})(Scalar, scale, 1)(int64_t, dim, 0))
+
 // A kernel that does no work of its own: out = in (a reference count, no allocation).
 void pass_through(OpCall& c, DispatchKeySet) { c.out[0] = c.in[0]; }
 
 OpId pass_through_op() {
   static const OpId id = [] {
-    OpId op = register_op({.name = "test::pass_through", .min_inputs = 1, .max_inputs = 3, .outputs = 1});
+    OpId op = register_op({.name = "test::pass_through",
+                           .min_inputs = 1,
+                           .max_inputs = 3,
+                           .outputs = 1,
+                           .attrs = &PassAttrs::kSchema});
     register_kernel(op, DispatchKey::CPU, pass_through);
     return op;
   }();
@@ -104,9 +111,7 @@ TEST_CASE("building and dispatching a call allocates nothing", "[allocations]") 
     OpCall c(op);
     c.push(a);
     c.push(b);
-    c.attrs.shape = Shape{2, 3, 4, 5, 6, 7, 8, 9};  // the largest shape is stored inline
-    c.attrs.s0 = 2.5;
-    c.attrs.dim = -1;
+    c.attrs.get<PassAttrs>() = {Shape{2, 3, 4, 5, 6, 7, 8, 9}, 2.5, -1};  // the largest shape is stored inline
     got = call_op(c);
   });
   CHECK(n == 0);

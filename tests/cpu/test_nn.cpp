@@ -277,8 +277,7 @@ TEST_CASE("layer_norm and rms_norm return their statistics in the accumulate typ
   for (ScalarType dt : kTested) {
     OpCall c(OpId::layer_norm);
     c.push(input({2, 3, 4}, dt));
-    c.attrs.shape = {4};
-    c.attrs.s0 = 1e-5;
+    c.attrs.get<attrs::LayerNorm>() = {{4}, 1e-5};
     dispatch(c);
     const ScalarType st = dt == kFloat64 ? kFloat64 : kFloat32;
     CHECK(c.out[1].dtype() == st);
@@ -292,7 +291,7 @@ TEST_CASE("layer_norm and rms_norm return their statistics in the accumulate typ
     CHECK(rstd[0] == Approx(1 / std::sqrt(v0 + 1e-5)).epsilon(1e-6));
     OpCall r(OpId::rms_norm);
     r.push(input({2, 3, 4}, dt));
-    r.attrs.shape = {3, 4};
+    r.attrs.get<attrs::RmsNorm>().normalized_shape = {3, 4};
     dispatch(r);
     CHECK(r.out[1].dtype() == st);
     CHECK(r.out[1].sizes() == Shape{2});
@@ -488,7 +487,7 @@ TEST_CASE("im2col and col2im reject bad geometry", "[nn][conv][errors]") {
   CHECK_THROWS_AS(nnf::im2col(ones({1, 1, 4, 4, 4}), {2, 2, 2}, {1}, {0}, {1}), Error);
   OpCall bad(OpId::im2col);
   bad.push(x);
-  bad.attrs.shape = {2, 2, 1, 1, 0, 0};
+  bad.attrs.get<attrs::Im2col>() = {{2, 2}, {1, 1}, {0}, {}};
   CHECK_THAT(error_of([&] { dispatch(bad); }), Contains("1 or 2 spatial dims"));
   CHECK_THAT(error_of([] { nnf::im2col(ones({1, 2, 4}, of(kInt32)), {2}, {1}, {0}, {1}); }), Contains("int32"));
   CHECK_THAT(error_of([] {

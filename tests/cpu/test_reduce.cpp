@@ -580,7 +580,7 @@ TEST_CASE("a given output (out=) receives the result", "[reduce]") {
   const Tensor t = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
   OpCall c(OpId::sum);
   c.push(t);
-  c.attrs.shape = Shape{0};
+  c.attrs.get<attrs::Reduce>().dims = Shape{0};
   Tensor given = from_vector(std::vector<double>{0, 0});
   c.out[0] = given;
   dispatch(c);

@@ -1,0 +1,87 @@
+// Printing attribute values (explain, errors, the op list) and the error of a
+// kernel that reads another op's attribute struct.
+#include <mixt/dispatcher/attrs.h>
+
+#include <mixt/runtime/check.h>
+
+namespace mixt {
+namespace detail {
+namespace {
+template <class T>
+const T& field(const void* p) {
+  return *static_cast<const T*>(p);
+}
+}  // namespace
+
+template <>
+std::string print_attr<int64_t>(const void* p) {
+  return fmt::format("{}", field<int64_t>(p));
+}
+template <>
+std::string print_attr<double>(const void* p) {
+  return fmt::format("{}", field<double>(p));
+}
+template <>
+std::string print_attr<bool>(const void* p) {
+  return field<bool>(p) ? "true" : "false";
+}
+template <>
+std::string print_attr<Scalar>(const void* p) {
+  return field<Scalar>(p).str();
+}
+template <>
+std::string print_attr<Shape>(const void* p) {
+  return field<Shape>(p).str();
+}
+template <>
+std::string print_attr<std::optional<int64_t>>(const void* p) {
+  const auto& v = field<std::optional<int64_t>>(p);
+  return v ? fmt::format("{}", *v) : "none";
+}
+template <>
+std::string print_attr<std::optional<double>>(const void* p) {
+  const auto& v = field<std::optional<double>>(p);
+  return v ? fmt::format("{}", *v) : "none";
+}
+template <>
+std::string print_attr<Reduction>(const void* p) {
+  switch (field<Reduction>(p)) {
+    case Reduction::None: return "none";
+    case Reduction::Mean: return "mean";
+    case Reduction::Sum: return "sum";
+  }
+  return "?";
+}
+template <>
+std::string print_attr<Rounding>(const void* p) {
+  switch (field<Rounding>(p)) {
+    case Rounding::True: return "true";
+    case Rounding::Trunc: return "trunc";
+    case Rounding::Floor: return "floor";
+  }
+  return "?";
+}
+template <>
+std::string print_attr<GeluApprox>(const void* p) {
+  return field<GeluApprox>(p) == GeluApprox::Tanh ? "tanh" : "none";
+}
+}  // namespace detail
+
+std::string Attrs::describe() const {
+  std::string s;
+  for (int i = 0; i < schema_->num_fields; ++i) {
+    const AttrField& f = schema_->fields[i];
+    if (!s.empty()) s += ", ";
+    s += f.name;
+    s += '=';
+    s += f.print ? f.print(payload_ + f.offset) : std::string("?");
+  }
+  return s;
+}
+
+void Attrs::throw_wrong_struct(const AttrSchema& wanted) const {
+  MIXT_FAIL("attrs", "a kernel read attributes {} from a call whose op declares {} (a bug in the kernel)",
+            wanted.name, schema_->name);
+}
+
+}  // namespace mixt
