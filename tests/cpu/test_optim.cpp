@@ -15,6 +15,7 @@
 
 #include "reference_nn.h"
 #include "test_util.h"
+#include "ulps.h"
 
 using namespace mixt;
 using namespace mixt::testing;
@@ -158,7 +159,13 @@ TEST_CASE("float32 and narrow parameters: float32 state, updates through a float
       opt.step();
       ref.step(want, values(p.grad()));
       want = values(make(want, dt));  // the parameter is stored rounded each step
-      check_close(values(p), want, tol_for(dt).rtol);
+      // The same stored value, or its neighbour where the float32 update lay within float32 error of a
+      // tie: one ulp of the dtype (0.008 near 1 in bfloat16, against updates of about 0.1).
+      const Vec got = values(p);
+      for (size_t i = 0; i < got.size(); ++i) {
+        INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
+        CHECK(within(dt, got[i], want[i], {1, 0}));
+      }
     }
     CHECK(p.dtype() == dt);
     CHECK(opt.state_dict().find("state.0.momentum_buffer")->dtype() == kFloat32);

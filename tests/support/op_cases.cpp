@@ -580,11 +580,12 @@ std::string compare_with_reference(const Tensor& got, const ref::Ref& want, cons
   const ScalarType dt = got.dtype();
   const std::vector<double> g = got.to(Device::cpu()).to_vector<double>();
   for (size_t i = 0; i < g.size(); ++i) {
-    if (!within(dt, g[i], want.v[i], tol)) {
+    const double slack = want.slack.empty() ? 0.0 : want.slack[i];
+    if (!within(dt, g[i], want.v[i], tol, slack)) {
       why.precision(17);
       why << "element " << i << " = " << g[i] << ", reference " << want.v[i];
       if (is_floating(dt) && std::isfinite(want.v[i]))
-        why << " (allowed error " << allowed_error(dt, want.v[i], tol) << ", " << std::abs(g[i] - want.v[i]) / ulp_of(dt, want.v[i])
+        why << " (allowed error " << allowed_error(dt, want.v[i], tol) + slack << ", " << std::abs(g[i] - want.v[i]) / ulp_of(dt, want.v[i])
             << " ulps off)";
       return why.str();
     }

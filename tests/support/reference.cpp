@@ -53,6 +53,28 @@ int64_t ravel(const Sizes& idx, const Sizes& sizes) {
   return i;
 }
 
+int64_t ravel_with(const Sizes& idx, const Sizes& sizes, size_t d, int64_t v) {
+  int64_t i = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) i = i * sizes[k] + (k == d ? v : idx[k]);
+  return i;
+}
+
+ReduceStrides reduce_strides(const Sizes& sizes, const Sizes& dims) {
+  const std::vector<int> red = wrap_dims(dims, static_cast<int>(sizes.size()));
+  ReduceStrides st{Sizes(sizes.size(), 0), Sizes(sizes.size(), 0), 1};
+  int64_t red_count = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (std::find(red.begin(), red.end(), static_cast<int>(d)) != red.end()) {
+      st.red[d] = red_count;
+      red_count *= sizes[d];
+    } else {
+      st.out[d] = st.outputs;
+      st.outputs *= sizes[d];
+    }
+  }
+  return st;
+}
+
 int wrap_dim(int64_t d, int64_t nd) { return static_cast<int>(d < 0 ? d + std::max<int64_t>(nd, 1) : d); }
 
 std::vector<int> wrap_dims(const Sizes& dims, int nd) {
@@ -79,7 +101,7 @@ Sizes broadcast_sizes(const Sizes& a, const Sizes& b) {
 
 Ref expand(const Ref& r, const Sizes& to) {
   Ref out{to, Vec(at(numel_of(to)))};
-  for (int64_t i = 0; i < numel_of(to); ++i) out.v[at(i)] = broadcast_at(r, unravel(i, to));
+  for_each_index(to, [&](int64_t i, const Sizes& idx) { out.v[at(i)] = broadcast_at(r, idx); });
   return out;
 }
 
@@ -92,20 +114,16 @@ Ref map(const Ref& a, const std::function<double(double)>& f) {
 Ref zip(const Ref& a, const Ref& b, const std::function<double(double, double)>& f) {
   const Sizes s = broadcast_sizes(a.sizes, b.sizes);
   Ref out{s, Vec(at(numel_of(s)))};
-  for (int64_t i = 0; i < numel_of(s); ++i) {
-    const Sizes idx = unravel(i, s);
-    out.v[at(i)] = f(broadcast_at(a, idx), broadcast_at(b, idx));
-  }
+  for_each_index(s, [&](int64_t i, const Sizes& idx) { out.v[at(i)] = f(broadcast_at(a, idx), broadcast_at(b, idx)); });
   return out;
 }
 
 Ref zip3(const Ref& a, const Ref& b, const Ref& c, const std::function<double(double, double, double)>& f) {
   const Sizes s = broadcast_sizes(broadcast_sizes(a.sizes, b.sizes), c.sizes);
   Ref out{s, Vec(at(numel_of(s)))};
-  for (int64_t i = 0; i < numel_of(s); ++i) {
-    const Sizes idx = unravel(i, s);
+  for_each_index(s, [&](int64_t i, const Sizes& idx) {
     out.v[at(i)] = f(broadcast_at(a, idx), broadcast_at(b, idx), broadcast_at(c, idx));
-  }
+  });
   return out;
 }
 
@@ -182,12 +200,13 @@ Ref permute(const Ref& r, const Sizes& perm) {
   Ref out;
   for (int64_t p : perm) out.sizes.push_back(r.sizes[at(p)]);
   out.v.resize(r.v.size());
-  for (int64_t i = 0; i < static_cast<int64_t>(r.v.size()); ++i) {
-    const Sizes oi = unravel(i, out.sizes);
-    Sizes si(r.sizes.size());
-    for (size_t k = 0; k < perm.size(); ++k) si[at(perm[k])] = oi[k];
-    out.v[at(i)] = r.v[at(ravel(si, r.sizes))];
-  }
+  Sizes in_strides(r.sizes.size(), 1);  // row-major strides of r, then in the output's dim order
+  for (size_t d = r.sizes.size(); d-- > 1;) in_strides[d - 1] = in_strides[d] * r.sizes[d];
+  for_each_index(out.sizes, [&](int64_t i, const Sizes& oi) {
+    int64_t j = 0;
+    for (size_t k = 0; k < perm.size(); ++k) j += oi[k] * in_strides[at(perm[k])];
+    out.v[at(i)] = r.v[at(j)];
+  });
   return out;
 }
 
@@ -205,11 +224,9 @@ Ref slice(const Ref& r, int64_t dim, int64_t start, int64_t end, int64_t step) {
   Ref out{r.sizes, {}};
   out.sizes[at(d)] = end > start ? (end - start + step - 1) / step : 0;
   out.v.resize(at(numel_of(out.sizes)));
-  for (int64_t i = 0; i < static_cast<int64_t>(out.v.size()); ++i) {
-    Sizes idx = unravel(i, out.sizes);
-    idx[at(d)] = start + idx[at(d)] * step;
-    out.v[at(i)] = r.v[at(ravel(idx, r.sizes))];
-  }
+  for_each_index(out.sizes, [&](int64_t i, const Sizes& idx) {
+    out.v[at(i)] = r.v[at(ravel_with(idx, r.sizes, at(d), start + idx[at(d)] * step))];
+  });
   return out;
 }
 
@@ -230,12 +247,11 @@ Ref unsqueeze(const Ref& r, int64_t dim) {
 
 Ref as_strided(const Ref& r, const Sizes& sizes, const Sizes& strides, int64_t offset) {
   Ref out{sizes, Vec(at(numel_of(sizes)))};
-  for (int64_t i = 0; i < numel_of(sizes); ++i) {
-    const Sizes idx = unravel(i, sizes);
+  for_each_index(sizes, [&](int64_t i, const Sizes& idx) {
     int64_t p = offset;
     for (size_t d = 0; d < sizes.size(); ++d) p += idx[d] * strides[d];
     out.v[at(i)] = r.v[at(p)];
-  }
+  });
   return out;
 }
 
@@ -245,12 +261,12 @@ Ref cat(const std::vector<Ref>& parts, int64_t dim) {
   out.sizes[at(d)] = 0;
   for (const Ref& p : parts) out.sizes[at(d)] += p.sizes[at(d)];
   out.v.resize(at(numel_of(out.sizes)));
-  for (int64_t i = 0; i < static_cast<int64_t>(out.v.size()); ++i) {
-    Sizes idx = unravel(i, out.sizes);
+  for_each_index(out.sizes, [&](int64_t i, const Sizes& idx) {
     size_t k = 0;
-    while (idx[at(d)] >= parts[k].sizes[at(d)]) idx[at(d)] -= parts[k++].sizes[at(d)];
-    out.v[at(i)] = parts[k].v[at(ravel(idx, parts[k].sizes))];
-  }
+    int64_t j = idx[at(d)];
+    while (j >= parts[k].sizes[at(d)]) j -= parts[k++].sizes[at(d)];
+    out.v[at(i)] = parts[k].v[at(ravel_with(idx, parts[k].sizes, at(d), j))];
+  });
   return out;
 }
 
@@ -267,22 +283,18 @@ Ref index_select(const Ref& x, int64_t dim, const Ref& index) {
   Ref out{x.sizes, {}};
   out.sizes[at(d)] = static_cast<int64_t>(index.v.size());
   out.v.resize(at(numel_of(out.sizes)));
-  for (int64_t i = 0; i < static_cast<int64_t>(out.v.size()); ++i) {
-    Sizes idx = unravel(i, out.sizes);
-    idx[at(d)] = wrap_index(index.v[at(idx[at(d)])], x.sizes[at(d)]);
-    out.v[at(i)] = x.v[at(ravel(idx, x.sizes))];
-  }
+  for_each_index(out.sizes, [&](int64_t i, const Sizes& idx) {
+    out.v[at(i)] = x.v[at(ravel_with(idx, x.sizes, at(d), wrap_index(index.v[at(idx[at(d)])], x.sizes[at(d)])))];
+  });
   return out;
 }
 
 Ref gather(const Ref& x, int64_t dim, const Ref& index) {
   const int d = wrap_dim(dim, static_cast<int64_t>(x.sizes.size()));
   Ref out{index.sizes, Vec(index.v.size())};
-  for (int64_t i = 0; i < static_cast<int64_t>(index.v.size()); ++i) {
-    Sizes idx = unravel(i, index.sizes);
-    idx[at(d)] = wrap_index(index.v[at(i)], x.sizes[at(d)]);
-    out.v[at(i)] = x.v[at(ravel(idx, x.sizes))];
-  }
+  for_each_index(index.sizes, [&](int64_t i, const Sizes& idx) {
+    out.v[at(i)] = x.v[at(ravel_with(idx, x.sizes, at(d), wrap_index(index.v[at(i)], x.sizes[at(d)])))];
+  });
   return out;
 }
 
@@ -360,18 +372,13 @@ double keep(double a, double) { return a; }
 
 // For each element of a tensor of `sizes`, the row-major index of its output in a reduction over `dims`.
 std::vector<size_t> output_of(const Sizes& sizes, const Sizes& dims) {
-  const std::vector<int> red = wrap_dims(dims, static_cast<int>(sizes.size()));
-  Sizes kept;
-  for (int d = 0; d < static_cast<int>(sizes.size()); ++d)
-    if (std::find(red.begin(), red.end(), d) == red.end()) kept.push_back(sizes[at(d)]);
+  const ReduceStrides st = reduce_strides(sizes, dims);
   std::vector<size_t> out(at(numel_of(sizes)));
-  for (size_t i = 0; i < out.size(); ++i) {
-    const Sizes idx = unravel(static_cast<int64_t>(i), sizes);
-    Sizes ki;
-    for (int d = 0; d < static_cast<int>(sizes.size()); ++d)
-      if (std::find(red.begin(), red.end(), d) == red.end()) ki.push_back(idx[at(d)]);
-    out[i] = at(ravel(ki, kept));
-  }
+  for_each_index(sizes, [&](int64_t i, const Sizes& idx) {
+    int64_t o = 0;
+    for (size_t d = 0; d < idx.size(); ++d) o += idx[d] * st.out[d];
+    out[at(i)] = at(o);
+  });
   return out;
 }
 }  // namespace
@@ -468,13 +475,14 @@ Ref scan(const Ref& r, int64_t dim, bool product) {
   Ref out = r;
   if (r.sizes.empty()) return out;
   const int d = wrap_dim(dim, static_cast<int64_t>(r.sizes.size()));
-  for (int64_t i = 0; i < static_cast<int64_t>(r.v.size()); ++i) {
-    Sizes idx = unravel(i, r.sizes);
-    if (idx[at(d)] != 0) continue;
+  const int64_t n = r.sizes[at(d)];
+  int64_t inner = 1;
+  for (size_t k = at(d) + 1; k < r.sizes.size(); ++k) inner *= r.sizes[k];
+  for (int64_t start = 0; start < static_cast<int64_t>(r.v.size()); ++start) {
+    if ((start / inner) % n != 0) continue;  // not the first of its line
     double acc = product ? 1.0 : 0.0;
-    for (int64_t k = 0; k < r.sizes[at(d)]; ++k) {
-      idx[at(d)] = k;
-      const size_t j = at(ravel(idx, r.sizes));
+    for (int64_t k = 0; k < n; ++k) {
+      const size_t j = at(start + k * inner);
       acc = product ? acc * r.v[j] : acc + r.v[j];
       out.v[j] = acc;
     }

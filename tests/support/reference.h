@@ -17,15 +17,35 @@ using Vec = std::vector<double>;
 using Sizes = std::vector<int64_t>;
 
 // A tensor's logical values in row-major order, with its sizes (empty: a 0-dim value).
+// `slack` (empty, or one per value) is extra absolute error a comparison allows for
+// choices the reference cannot pin down, such as which neighbour an intermediate value
+// stored in a narrow dtype rounded to when it lay within float32 error of a tie.
 struct Ref {
   Sizes sizes;
   Vec v;
+  Vec slack = {};
 };
 
 int64_t numel_of(const Sizes& s);
 // Row-major multi-index of linear position i, and back.
 Sizes unravel(int64_t i, const Sizes& sizes);
 int64_t ravel(const Sizes& idx, const Sizes& sizes);
+// ravel with idx[d] replaced by v.
+int64_t ravel_with(const Sizes& idx, const Sizes& sizes, size_t d, int64_t v);
+
+// Calls f(i, idx) for every row-major position i of `sizes` with its multi-index idx.
+template <class F>
+void for_each_index(const Sizes& sizes, F&& f) {
+  const int64_t n = numel_of(sizes);
+  Sizes idx(sizes.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    f(i, static_cast<const Sizes&>(idx));
+    for (size_t d = sizes.size(); d-- > 0;) {
+      if (++idx[d] < sizes[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
 // `d` wrapped into [0, nd) (negative dims count from the end).
 int wrap_dim(int64_t d, int64_t nd);
 // Wrapped and sorted dims (empty: all of them).
@@ -78,21 +98,23 @@ Ref embedding(const Ref& weight, const Ref& index);
 Sizes reduced_sizes(const Sizes& sizes, const Sizes& dims, bool keepdim);
 // Folds each element into its output's accumulator: fold(acc, value, position in the
 // reduced dims, row-major). Returns the accumulators in output order.
+// For a reduction of `sizes` over `dims`: each dim's stride in the row-major output (0 for a reduced
+// dim) and in the row-major reduced positions (0 for a kept dim), and the number of outputs.
+struct ReduceStrides {
+  Sizes out, red;
+  int64_t outputs = 1;
+};
+ReduceStrides reduce_strides(const Sizes& sizes, const Sizes& dims);
+
 template <class Acc>
 std::vector<Acc> reduce(const Ref& r, const Sizes& dims, Acc init, const std::function<void(Acc&, double, int64_t)>& fold) {
-  const int nd = static_cast<int>(r.sizes.size());
-  const std::vector<int> red = wrap_dims(dims, nd);
-  std::vector<bool> is_red(static_cast<size_t>(nd), false);
-  for (int d : red) is_red[static_cast<size_t>(d)] = true;
-  Sizes kept_sizes, red_sizes;
-  for (int d = 0; d < nd; ++d) (is_red[static_cast<size_t>(d)] ? red_sizes : kept_sizes).push_back(r.sizes[d]);
-  std::vector<Acc> acc(static_cast<size_t>(numel_of(kept_sizes)), init);
-  for (int64_t i = 0; i < static_cast<int64_t>(r.v.size()); ++i) {
-    const Sizes idx = unravel(i, r.sizes);
-    Sizes ki, ri;
-    for (int d = 0; d < nd; ++d) (is_red[static_cast<size_t>(d)] ? ri : ki).push_back(idx[static_cast<size_t>(d)]);
-    fold(acc[static_cast<size_t>(ravel(ki, kept_sizes))], r.v[static_cast<size_t>(i)], ravel(ri, red_sizes));
-  }
+  const ReduceStrides st = reduce_strides(r.sizes, dims);
+  std::vector<Acc> acc(static_cast<size_t>(st.outputs), init);
+  for_each_index(r.sizes, [&](int64_t i, const Sizes& idx) {
+    int64_t o = 0, k = 0;
+    for (size_t d = 0; d < idx.size(); ++d) o += idx[d] * st.out[d], k += idx[d] * st.red[d];
+    fold(acc[static_cast<size_t>(o)], r.v[static_cast<size_t>(i)], k);
+  });
   return acc;
 }
 Ref sum(const Ref& r, const Sizes& dims = {}, bool keepdim = false);

@@ -89,4 +89,22 @@ struct AdamState {
   void step(Vec& p, Vec g, const std::function<double(double)>& store = {});
 };
 
+// The parameter `p` after `steps` steps of `state` (SgdState or AdamState) with the same gradient,
+// stored with `store` (rounding to the parameter's dtype) between steps; the last step's value is
+// exact, for the comparison to round. Ref::slack: one ulp (`ulp`) at each stored intermediate
+// value, where the kernel's float32 update may round a near-tie to the other neighbour (the
+// steps after it carry that ulp along).
+template <class State>
+Ref steps_in_dtype(State state, Ref p, const Vec& g, int steps, const std::function<double(double)>& store,
+                   const std::function<double(double)>& ulp) {
+  p.slack.assign(p.v.size(), 0.0);
+  for (int s = 0; s < steps; ++s) {
+    const bool last = s + 1 == steps;
+    state.step(p.v, g, last ? std::function<double(double)>() : store);
+    if (!last)
+      for (size_t i = 0; i < p.v.size(); ++i) p.slack[i] += ulp(p.v[i]);
+  }
+  return p;
+}
+
 }  // namespace mixt::testing::ref

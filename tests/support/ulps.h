@@ -124,7 +124,7 @@ inline double allowed_error(ScalarType dt, double ref, const Tolerance& t) {
 // True when `got` (stored in `dt`) matches the exact value `ref`: NaN matches NaN, a
 // reference beyond the format's range must give what rounding gives (+-Inf, or +-448 in
 // e4m3fn), infinities must be equal, and finite values lie within allowed_error.
-inline bool within(ScalarType dt, double got, double ref, const Tolerance& t) {
+inline bool within(ScalarType dt, double got, double ref, const Tolerance& t, double slack = 0) {
   if (std::isnan(ref) || std::isnan(got)) return std::isnan(ref) && std::isnan(got);
   if (!is_floating(dt)) return got == wrap_to(dt, ref);
   const Format f = format_of(dt);
@@ -133,7 +133,7 @@ inline bool within(ScalarType dt, double got, double ref, const Tolerance& t) {
     if (std::isinf(want) || !f.has_inf) return got == want;
   }
   if (std::isinf(got)) return false;
-  return std::abs(got - ref) <= allowed_error(dt, ref, t);
+  return std::abs(got - ref) <= allowed_error(dt, ref, t) + slack;
 }
 
 // True when x is +0.0 or -0.0 with the sign of `want_negative` (never compare zeros with ==).
