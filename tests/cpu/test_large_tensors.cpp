@@ -219,6 +219,18 @@ TEST_CASE("scans, index ops, factories and conversions over many lines", "[large
     for (size_t i = 0; i < cols.size(); ++i) cols[i] = static_cast<int64_t>((i * 31) % 67);
     const Tensor gidx = from_vector(cols, {1001, 67});
     check_all(gather(x, 1, gidx), ref::gather(rx, 1, ref_of(gidx)), kExact);
+    // Lines of a strided input (index_select of a transposed view), embedding rows, scatters along dim 1:
+    // the rows are permuted (scatter: no duplicates) or folded onto 13 columns (scatter_add, each addition
+    // rounded to the dtype in index order, as the reference rounds).
+    check_all(index_select(x.t(), 1, index), ref::index_select(ref::transpose(rx, 0, 1), 1, ref_of(index)), kExact);
+    check_all(embedding(x, index.view({30, 50})), ref::embedding(rx, ref_of(index.view({30, 50}))), kExact);
+    std::vector<int64_t> perm(1001 * 67), fold(1001 * 67);
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>((i % 67 * 5 + i / 67) % 67), fold[i] = (i * 7) % 13;
+    const Tensor pidx = from_vector(perm, {1001, 67}), fidx = from_vector(fold, {1001, 67});
+    const Tensor src = data(dt, {1001, 67}, -3, 3, 132);
+    check_all(scatter(x, 1, pidx, src), ref::scatter(rx, 1, ref_of(pidx), ref_of(src)), kExact);
+    check_all(scatter_add(x, 1, fidx, src),
+              ref::scatter_add(rx, 1, ref_of(fidx), ref_of(src), [dt](double v) { return round_to(dt, v); }), kExact);
     // Conversions and factories.
     const Tensor f = data(kFloat32, {kOdd}, -3, 3, 131);
     check_all(f.to(dt), ref::map(ref_of(f), [dt](double v) { return round_to(dt, v); }), kExact);
