@@ -187,9 +187,9 @@ StateDict load(const Source& src, Device device) {
   StateDict dict;
   dict.metadata = std::move(header.metadata);
   dict.tensors.reserve(header.entries.size());
-  for (const Entry& e : header.entries) {
+  for (Entry& e : header.entries) {
     Tensor t = read_tensor(src, e, header.shape_of(e), 8 + n);
-    dict.tensors.emplace_back(e.name, device.is_cpu() ? t : t.to(device));
+    dict.tensors.emplace_back(std::move(e.name), device.is_cpu() ? t : t.to(device));
   }
   return dict;
 }

@@ -36,8 +36,8 @@ class NamedTensorList {
 
   NamedTensorList() = default;
   NamedTensorList(std::initializer_list<value_type> items) { append(items.begin(), items.end()); }
-  NamedTensorList(const NamedTensorList& other) = default;
-  NamedTensorList(NamedTensorList&& other) = default;
+  NamedTensorList(const NamedTensorList& other) { append(other.begin(), other.end()); }
+  NamedTensorList(NamedTensorList&& other) = default;  // a deque's elements stay put: the index stays valid
   NamedTensorList& operator=(const NamedTensorList& other) {
     if (this != &other) *this = NamedTensorList(other);
     return *this;
@@ -68,7 +68,7 @@ class NamedTensorList {
   template <class... A>
   value_type& emplace_back(A&&... args) {
     value_type& e = items_.emplace_back(std::forward<A>(args)...);
-    index_.try_emplace(e.first, items_.size() - 1);
+    index_.try_emplace(std::string_view(e.first), items_.size() - 1);
     return e;
   }
   void push_back(value_type e) { emplace_back(std::move(e)); }
@@ -100,14 +100,8 @@ class NamedTensorList {
     for (; first != last; ++first) emplace_back(*first);
   }
 
-  // Hashes names and string_views alike, so lookups need no std::string.
-  struct NameHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-
   Items items_;
-  std::unordered_map<std::string, size_t, NameHash, std::equal_to<>> index_;
+  std::unordered_map<std::string_view, size_t> index_;  // views of the names in items_
 };
 
 struct StateDict {
