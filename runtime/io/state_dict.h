@@ -21,8 +21,8 @@ namespace mixt::io {
 // entries costs O(N) (a linear scan per call made it O(N^2)). The name in each pair
 // is const, so nothing can rename an entry behind the index's back; appending keeps
 // the index in step, erasing rebuilds it. A name may be appended twice (savers
-// refuse that); lookups find the first. The pairs live in a deque, which grows
-// without copying the const names.
+// refuse that); lookups find the first. The pairs live in a deque, whose elements
+// never move, so the index keys are views of the stored names.
 
 // The tensors of a StateDict (Note [StateDict index]).
 class NamedTensorList {
