@@ -634,7 +634,9 @@ TEST_CASE("optimizer loads refuse unknown, missing and malformed state", "[optim
   const AdamFixture f;
   auto without = [&](const std::string& key) {
     io::StateDict out = f.sd;
-    std::erase_if(out.tensors, [&](const auto& e) { return e.first == key; });
+    const size_t i = out.tensors.index_of(key);
+    REQUIRE(i != io::NamedTensorList::npos);
+    out.tensors.erase(out.tensors.begin() + static_cast<std::ptrdiff_t>(i));
     REQUIRE(out.tensors.size() + 1 == f.sd.tensors.size());
     return out;
   };
