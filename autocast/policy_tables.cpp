@@ -2,6 +2,7 @@
 // PyTorch 2.11's autocast lists (aten/src/ATen/autocast_mode.*) that mixt has;
 // unlisted ops pass through. See Note [Autocast tables].
 #include <array>
+#include <atomic>
 #include <mutex>
 
 #include <mixt/autocast/policy.h>
@@ -79,6 +80,13 @@ Tables& tables() {
 }
 std::mutex g_mutex;
 
+// Note [Policies across threads]: ops on other threads read the table while
+// set_policy / reset_policies write it, so each slot is read and written as a
+// relaxed atomic (one byte: a plain load or store): a reader sees the old or the
+// new policy of an op, never a torn value.
+Policy load(Policy& slot) { return std::atomic_ref(slot).load(std::memory_order_relaxed); }
+void store(Policy& slot, Policy p) { std::atomic_ref(slot).store(p, std::memory_order_relaxed); }
+
 }  // namespace
 
 std::string_view policy_name(Policy p) {
@@ -96,7 +104,7 @@ std::string_view policy_name(Policy p) {
 }
 
 Policy policy_of(DeviceType device, OpId op) {
-  return tables().policy[static_cast<int>(device)][static_cast<size_t>(op)];
+  return load(tables().policy[static_cast<int>(device)][static_cast<size_t>(op)]);
 }
 
 Policy builtin_policy(DeviceType device, OpId op) {
@@ -112,12 +120,15 @@ void set_policy(DeviceType device, OpId op, Policy p) {
   const int i = static_cast<int>(op);
   MIXT_CHECK(i >= 0 && i < num_ops(), "autocast::set_policy", "op id {} does not exist", i);
   std::lock_guard lock(g_mutex);
-  tables().policy[static_cast<int>(device)][static_cast<size_t>(i)] = p;
+  store(tables().policy[static_cast<int>(device)][static_cast<size_t>(i)], p);
 }
 
 void reset_policies() {
+  Tables builtin;
+  fill_builtin(builtin);
   std::lock_guard lock(g_mutex);
-  fill_builtin(tables());
+  for (size_t d = 0; d < builtin.policy.size(); ++d)
+    for (size_t i = 0; i < builtin.policy[d].size(); ++i) store(tables().policy[d][i], builtin.policy[d][i]);
 }
 
 bool decomposes_under_autocast(OpId op) { return op == OpId::cross_entropy; }

@@ -4,6 +4,7 @@
 //   policy     a device's autocast policy table
 //   explain    explain over the demo model's forward
 //   amp        the grad scaler's unscale + check and a full scaler step, vs memcpy
+//   io         safetensors save/load vs plain file I/O, many small tensors, slow headers
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -11,6 +12,7 @@
 #include "bench_amp.h"
 #include "bench_autocast.h"
 #include "bench_dispatch.h"
+#include "bench_io.h"
 #include "bench_train.h"
 
 namespace {
@@ -24,7 +26,10 @@ void usage() {
       "  explain [--json PATH]  explain over the demo model's forward under bf16 autocast\n"
       "  amp [--elements N] [--reps R]\n"
       "                         unscale + non-finite check over N float32 gradient elements in 200\n"
-      "                         and 2000 tensors, and a full scaler step, in GB/s against memcpy\n");
+      "                         and 2000 tensors, and a full scaler step, in GB/s against memcpy\n"
+      "  io [--mib M] [--small N] [--reps R] [--header-mb H] [--dir PATH] [--only large,small,headers]\n"
+      "                         safetensors save/load of M MiB as a ratio of plain write/read, N small\n"
+      "                         tensors in tensors/s, and the parse time of crafted headers\n");
 }
 }  // namespace
 
@@ -40,6 +45,7 @@ int main(int argc, char** argv) {
     if (cmd == "policy") return mixt::bench::run_policy(argc - 2, argv + 2);
     if (cmd == "explain") return mixt::bench::run_explain(argc - 2, argv + 2);
     if (cmd == "amp") return mixt::bench::run_amp(argc - 2, argv + 2);
+    if (cmd == "io") return mixt::bench::run_io(argc - 2, argv + 2);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mixt-bench %s: %s\n", cmd.c_str(), e.what());
     return 1;

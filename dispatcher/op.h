@@ -2,6 +2,7 @@
 // from op_table.def; applications register custom ops with the same API.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string_view>
 
@@ -68,12 +69,14 @@ struct OpEntry {
 namespace detail {
 extern OpEntry g_ops[kMaxOps];
 void ensure_kernels_registered();
-extern bool g_kernels_registered;
+extern std::atomic<bool> g_kernels_registered;  // set (release) once every built-in kernel is bound
 }  // namespace detail
 
 // The entry of op `id` (built-in kernels are registered on first use).
 inline const OpEntry& op_entry(OpId id) {
-  if (MIXT_UNLIKELY(!detail::g_kernels_registered)) detail::ensure_kernels_registered();
+  // An acquire load (a plain load on x86): a thread that sees the flag also sees
+  // every kernel bound before it was set. Note [Registration and dispatch across threads].
+  if (MIXT_UNLIKELY(!detail::g_kernels_registered.load(std::memory_order_acquire))) detail::ensure_kernels_registered();
   return detail::g_ops[static_cast<int>(id)];
 }
 // Name of op `id`.
@@ -88,7 +91,8 @@ bool has_op(std::string_view name);
 // Declares a new op (an application's custom op); throws on a duplicate name
 // or a schema beyond OpCall's capacity. Returns its id.
 OpId register_op(const OpSchema& schema);
-// Binds `fn` as op `id`'s kernel for `key` (replacing any earlier one).
+// Binds `fn` as op `id`'s kernel for `key` (replacing any earlier one). Bind an op's kernels
+// before other threads call it (Note [Registration and dispatch across threads]).
 void register_kernel(OpId id, DispatchKey key, KernelFn fn);
 // Binds `fn` for every backend key (CPU and CUDA): views and composite ops.
 void register_backend_kernel(OpId id, KernelFn fn);

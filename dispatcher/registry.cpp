@@ -29,7 +29,7 @@ static_assert(sizeof(kBuiltinSchemas) / sizeof(OpSchema) == kNumBuiltinOps);
 }  // namespace
 
 OpEntry g_ops[kMaxOps];
-bool g_kernels_registered = false;
+std::atomic<bool> g_kernels_registered{false};
 
 namespace {
 std::mutex g_registry_mutex;
@@ -56,7 +56,7 @@ void ensure_kernels_registered() {
     autograd::register_autograd_kernels();
     autocast::register_autocast_kernels();
     t_registering_builtins = false;
-    g_kernels_registered = true;
+    g_kernels_registered.store(true, std::memory_order_release);
   });
 }
 
@@ -129,20 +129,29 @@ int num_ops() {
   return detail::g_num_ops;
 }
 
+namespace detail {
+namespace {
+// The index of the op called `name`, or -1 (the caller holds g_registry_mutex).
+int find_locked(std::string_view name) {
+  for (int i = 0; i < g_num_ops; ++i)
+    if (g_ops[i].schema.name == name) return i;
+  return -1;
+}
+}  // namespace
+}  // namespace detail
+
 bool has_op(std::string_view name) {
   detail::init_builtin_schemas();
   std::lock_guard lock(detail::g_registry_mutex);
-  for (int i = 0; i < detail::g_num_ops; ++i)
-    if (detail::g_ops[i].schema.name == name) return true;
-  return false;
+  return detail::find_locked(name) >= 0;
 }
 
 OpId find_op(std::string_view name) {
   detail::init_builtin_schemas();
   std::lock_guard lock(detail::g_registry_mutex);
-  for (int i = 0; i < detail::g_num_ops; ++i)
-    if (detail::g_ops[i].schema.name == name) return static_cast<OpId>(i);
-  MIXT_FAIL("find_op", "no op named '{}'", name);
+  const int i = detail::find_locked(name);
+  MIXT_CHECK(i >= 0, "find_op", "no op named '{}'", name);
+  return static_cast<OpId>(i);
 }
 
 OpId register_op(const OpSchema& schema) {
@@ -156,8 +165,8 @@ OpId register_op(const OpSchema& schema) {
   MIXT_CHECK(schema.attrs != nullptr && schema.attrs->size <= kMaxAttrBytes, "register_op",
              "op '{}': its attribute struct must be declared with MIXT_ATTRS_STRUCT and fit {} bytes", schema.name,
              kMaxAttrBytes);
-  MIXT_CHECK(!has_op(schema.name), "register_op", "an op named '{}' already exists", schema.name);
-  std::lock_guard lock(detail::g_registry_mutex);
+  std::lock_guard lock(detail::g_registry_mutex);  // one lock for the name check and the insertion
+  MIXT_CHECK(detail::find_locked(schema.name) < 0, "register_op", "an op named '{}' already exists", schema.name);
   MIXT_CHECK(detail::g_num_ops < kMaxOps, "register_op", "the op table is full ({} ops)", kMaxOps);
   // The name must outlive the registry: keep a copy.
   static std::vector<std::unique_ptr<std::string>> names;

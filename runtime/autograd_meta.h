@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include <mixt/runtime/tensor.h>
@@ -14,7 +15,10 @@ namespace autograd {
 class Node;
 }
 
+// What backward passes on several threads share is locked: see Note [Autograd across threads].
 struct AutogradMeta {
+  std::mutex mutex;       // guards grad_accumulator, the hook lists and retained_grad's creation
+  std::mutex grad_mutex;  // held while a gradient is accumulated into `grad` and the post hooks run
   Tensor grad;                                      // accumulated gradient of a leaf (or a retained one)
   std::shared_ptr<autograd::Node> grad_fn;          // producer of a non-leaf
   uint32_t output_nr = 0;                           // which output of grad_fn this is

@@ -120,6 +120,8 @@ Tensor& Tensor::set_requires_grad(bool value) {
              "only floating-point tensors can require gradients (this one is {})", dtype());
   MIXT_CHECK(is_leaf(), "requires_grad",
              "requires_grad can only be changed on leaf tensors (use detach() for a leaf copy of this result)");
+  // Made now, before threads share the leaf: Note [Autograd across threads].
+  if (value) autograd_meta(*this);
   get().requires_grad = value;
   return *this;
 }

@@ -1,5 +1,6 @@
 // The backward engine: dependency counting over the graph reachable from the
 // roots, then nodes run in reverse creation order as their inputs complete.
+#include <mutex>
 #include <queue>
 #include <unordered_map>
 
@@ -73,20 +74,23 @@ void execute(const std::vector<Edge>& edges, const std::vector<Tensor>& grads, b
     NodeState& s = states[n];
     const size_t n_slots = std::max(s.buffer.size(), n->output_meta.size());
     s.buffer.resize(n_slots);
-    for (uint32_t i = 0; i < n_slots; ++i) {
-      if (!s.buffer[i].defined()) continue;
-      s.buffer[i] = n->run_pre_hooks(i, s.buffer[i]);
-      if (!capture.empty()) {
-        const int slot = capture_slot(n, i);
-        if (slot >= 0) (*captured)[static_cast<size_t>(slot)] = s.buffer[i];
-      }
-    }
     std::vector<Tensor> out;
-    const bool is_leaf_node = dynamic_cast<AccumulateGrad*>(n) != nullptr;
-    if (!(is_leaf_node && !capture.empty())) {
-      autocast::ScopeRestoreGuard scoped(n->scopes);  // Note [Backward scopes]
-      out = n->apply(std::move(s.buffer));
-      if (!retain_graph) n->release_saved();
+    {
+      std::lock_guard lock(n->mutex);  // Note [Autograd across threads]
+      for (uint32_t i = 0; i < n_slots; ++i) {
+        if (!s.buffer[i].defined()) continue;
+        s.buffer[i] = n->run_pre_hooks(i, s.buffer[i]);
+        if (!capture.empty()) {
+          const int slot = capture_slot(n, i);
+          if (slot >= 0) (*captured)[static_cast<size_t>(slot)] = s.buffer[i];
+        }
+      }
+      const bool is_leaf_node = dynamic_cast<AccumulateGrad*>(n) != nullptr;
+      if (!(is_leaf_node && !capture.empty())) {
+        autocast::ScopeRestoreGuard scoped(n->scopes);  // Note [Backward scopes]
+        out = n->apply(std::move(s.buffer));
+        if (!retain_graph) n->release_saved();
+      }
     }
     s.buffer.clear();
     for (size_t i = 0; i < n->next_edges.size(); ++i) {
@@ -163,23 +167,35 @@ std::shared_ptr<Node> grad_fn(const Tensor& t) {
 void register_hook(const Tensor& t, GradHook hook) {
   MIXT_CHECK(t.requires_grad(), "register_hook", "the tensor does not require grad");
   AutogradMeta& m = autograd_meta(t);
-  if (m.grad_fn) m.grad_fn->add_pre_hook(m.output_nr, std::move(hook));
-  else m.leaf_hooks.push_back(std::move(hook));
+  if (m.grad_fn) {
+    m.grad_fn->add_pre_hook(m.output_nr, std::move(hook));
+    return;
+  }
+  std::lock_guard lock(m.mutex);
+  m.leaf_hooks.push_back(std::move(hook));
 }
 
 void register_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(const Tensor&)> hook) {
   MIXT_CHECK(leaf.requires_grad() && is_leaf(leaf), "register_post_accumulate_grad_hook",
              "only leaves that require grad accumulate gradients");
-  autograd_meta(leaf).post_accumulate_hooks.push_back(std::move(hook));
+  AutogradMeta& m = autograd_meta(leaf);
+  std::lock_guard lock(m.mutex);
+  m.post_accumulate_hooks.push_back(std::move(hook));
 }
 
 void retain_grad(const Tensor& t) {
   MIXT_CHECK(t.requires_grad(), "retain_grad", "the tensor does not require grad");
   AutogradMeta& m = autograd_meta(t);
-  if (!m.grad_fn || m.retained_grad) return;
-  // The node's hook and the tensor share one cell (the hook must not keep the tensor alive).
-  m.retained_grad = std::make_shared<Tensor>();
-  m.grad_fn->add_pre_hook(m.output_nr, [cell = m.retained_grad](const Tensor& g) {
+  if (!m.grad_fn) return;
+  std::shared_ptr<Tensor> cell;
+  {
+    std::lock_guard lock(m.mutex);
+    if (m.retained_grad) return;
+    // The node's hook and the tensor share one cell (the hook must not keep the tensor alive).
+    cell = m.retained_grad = std::make_shared<Tensor>();
+  }
+  // The hook runs under the node's mutex, which also orders the passes that write the cell.
+  m.grad_fn->add_pre_hook(m.output_nr, [cell](const Tensor& g) {
     NoGradGuard no_grad;
     *cell = cell->defined() ? add(*cell, g) : g.clone();
     return Tensor();

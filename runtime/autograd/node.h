@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -51,8 +52,9 @@ class Node {
   // Frees what the backward needed (called after use unless the graph is retained).
   virtual void release_saved() {}
 
-  // Runs the hooks registered on output `i`'s gradient.
+  // Runs the hooks registered on output `i`'s gradient (the caller holds `mutex`).
   Tensor run_pre_hooks(uint32_t i, Tensor grad) const;
+  // Adds a hook on output `output_nr`'s gradient.
   void add_pre_hook(uint32_t output_nr, GradHook hook);
 
   std::vector<Edge> next_edges;
@@ -62,6 +64,9 @@ class Node {
   // backward runs under them, on whatever thread runs it. See Note [Backward scopes].
   const autocast::ScopeSnapshot scopes;
   bool released = false;
+  // Held while the node runs (hooks, apply, release): backward passes on several
+  // threads that share it take turns. See Note [Autograd across threads].
+  std::mutex mutex;
 
  private:
   std::vector<std::pair<uint32_t, GradHook>> pre_hooks_;

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
 #include <memory>
 
 #include <mixt/runtime/check.h>
+#include <mixt/runtime/checked.h>
 #include <mixt/runtime/cuda.h>
 
 namespace mixt::io {
@@ -60,24 +62,46 @@ ScalarType import_dtype(const DLDataType& d) {
   MIXT_FAIL(kFromOp, "unsupported DLPack dtype (code {}, {} bits)", d.code, d.bits);
 }
 
-// Sizes and strides (element units) of `dl`, checked to be non-negative.
-void import_geometry(const DLTensor& dl, Shape& sizes, Shape& strides) {
+// Note [DLPack import checks]: from_dlpack trusts the producer about its memory,
+// not about arithmetic. Sizes and strides must be non-negative; the element count,
+// the furthest element and both their byte counts must fit in int64; and data +
+// byte_offset, plus the bytes the view spans, must not run past the end of the
+// address space. All are computed with the checked helpers; a failure raises
+// mixt::Error and leaves the DLManagedTensor to its caller.
+
+// Sizes and strides (element units) of `dl`, checked (Note [DLPack import
+// checks]). Returns the bytes the view spans from its first element (0 when it
+// is empty).
+uint64_t import_geometry(const DLTensor& dl, ScalarType dtype, Shape& sizes, Shape& strides) {
   MIXT_CHECK(dl.ndim >= 0 && dl.ndim <= kMaxDims, kFromOp, "{} dimensions (mixt supports 0 to {})", dl.ndim, kMaxDims);
   MIXT_CHECK(dl.ndim == 0 || dl.shape != nullptr, kFromOp, "null shape for {} dimensions", dl.ndim);
   for (int i = 0; i < dl.ndim; ++i) {
     sizes.push_back(dl.shape[i]);
     if (dl.strides) strides.push_back(dl.strides[i]);
   }
-  int64_t numel = 1, extent = 0, span = 0;  // kept within int64: from_blob multiplies them out
-  for (int i = 0; i < dl.ndim; ++i) {
-    MIXT_CHECK(sizes[i] >= 0 && (strides.empty() || strides[i] >= 0), kFromOp,
-               "negative sizes or strides are not supported (sizes {}, strides {})", sizes, strides);
-    const bool overflow =
-        __builtin_mul_overflow(numel, std::max<int64_t>(sizes[i], 1), &numel) ||
-        (!strides.empty() && (__builtin_mul_overflow(std::max<int64_t>(sizes[i] - 1, 0), strides[i], &span) ||
-                              __builtin_add_overflow(extent, span, &extent)));
-    MIXT_CHECK(!overflow, kFromOp, "sizes {} with strides {} overflow int64", sizes, strides);
+  const bool negative = std::any_of(sizes.begin(), sizes.end(), [](int64_t v) { return v < 0; }) ||
+                        std::any_of(strides.begin(), strides.end(), [](int64_t v) { return v < 0; });
+  MIXT_CHECK(!negative, kFromOp, "negative sizes or strides are not supported (sizes {}, strides {})", sizes, strides);
+  try {
+    const int64_t numel = checked_numel(sizes, kFromOp);
+    checked_nbytes(numel, element_size(dtype), kFromOp);  // nbytes() of the result is defined
+    const int64_t extent = checked_extent(sizes, strides.empty() ? contiguous_strides(sizes) : strides, 0, kFromOp);
+    return numel == 0 ? 0 : static_cast<uint64_t>(checked_nbytes(extent, element_size(dtype), kFromOp));
+  } catch (const Error& e) {
+    MIXT_FAIL(kFromOp, "sizes {} with strides {} of {} overflow int64: {}", sizes, strides, dtype, e.message());
   }
+}
+
+// The address of the first element, data + byte_offset, checked so that the
+// `span` bytes from it lie inside the address space.
+char* import_data(const DLTensor& dl, uint64_t span) {
+  if (dl.data == nullptr) return nullptr;
+  const auto base = reinterpret_cast<uintptr_t>(dl.data);
+  const uintptr_t room = std::numeric_limits<uintptr_t>::max() - base;
+  MIXT_CHECK(dl.byte_offset <= room && span <= room - dl.byte_offset, kFromOp,
+             "data address {} + byte_offset {} + {} bytes of view run past the end of the address space", dl.data,
+             dl.byte_offset, span);
+  return static_cast<char*>(dl.data) + dl.byte_offset;
 }
 
 }  // namespace
@@ -109,11 +133,11 @@ DLManagedTensor* to_dlpack(const Tensor& t) {
 Tensor from_dlpack(DLManagedTensor* managed) {
   MIXT_CHECK(managed != nullptr, kFromOp, "null DLManagedTensor");
   const DLTensor& dl = managed->dl_tensor;
-  Shape sizes, strides;
-  import_geometry(dl, sizes, strides);
   const ScalarType dtype = import_dtype(dl.dtype);
+  Shape sizes, strides;
+  const uint64_t span = import_geometry(dl, dtype, sizes, strides);
   const Device device = import_device(dl.device);
-  char* data = dl.data ? static_cast<char*>(dl.data) + dl.byte_offset : nullptr;
+  char* data = import_data(dl, span);
   MIXT_CHECK(data != nullptr || sizes.numel() == 0, kFromOp, "null data for a {} tensor of shape {}", dtype, sizes);
   MIXT_CHECK(reinterpret_cast<uintptr_t>(data) % element_size(dtype) == 0, kFromOp,
              "data address {} (byte_offset {}) is not aligned for {}", static_cast<void*>(data), dl.byte_offset, dtype);

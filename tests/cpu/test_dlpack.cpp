@@ -5,6 +5,7 @@
 
 #include <dlpack/dlpack.h>
 
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <vector>
@@ -240,4 +241,63 @@ TEST_CASE("dlpack errors name the op and leave ownership with the caller", "[dlp
     CHECK_THAT(error_of([&] { from_dlpack(&p.managed); }), Contains("CUDA is unavailable"));
     CHECK(p.deleted == 0);
   }
+}
+
+TEST_CASE("from_dlpack refuses geometry whose arithmetic overflows", "[dlpack]") {
+  using Edit = std::function<void(Producer&)>;
+  const int64_t p62 = int64_t{1} << 62, max = INT64_MAX;
+  const uint64_t umax = UINT64_MAX;
+  const std::vector<std::pair<Edit, std::string>> cases = {
+      // The element count or the furthest element past int64.
+      {[&](Producer& p) { p.shape = {4, p62}; }, "shape [4, 4611686018427387904]"},
+      {[&](Producer& p) { p.shape = {0, p62, 4}; }, "shape [0, 4611686018427387904, 4]"},
+      {[&](Producer& p) { p.shape = {2, 2}, p.strides = {max, 1}; }, "reach past 2^63 - 1 elements"},
+      // Elements that fit, bytes that do not: 2^62 float32 elements are 2^64 bytes.
+      {[&](Producer& p) { p.shape = {p62}; }, "elements of 4 bytes overflow"},
+      {[&](Producer& p) { p.shape = {3}, p.strides = {p62 - 1}; }, "elements of 4 bytes overflow"},
+      // byte_offset or the bytes of the view past the end of the address space.
+      {[&](Producer& p) { p.managed.dl_tensor.byte_offset = umax - 3; }, "past the end of the address space"},
+      {[&](Producer& p) { p.managed.dl_tensor.byte_offset = umax - 63; }, "past the end of the address space"},
+      {[&](Producer& p) {
+         p.managed.dl_tensor.data = reinterpret_cast<void*>(uintptr_t{UINTPTR_MAX} & ~uintptr_t{15});
+       },
+       "past the end of the address space"},
+  };
+  for (const auto& [edit, message] : cases) {
+    Producer p({2, 3});
+    edit(p);
+    p.managed.dl_tensor.ndim = static_cast<int>(p.shape.size());
+    p.managed.dl_tensor.shape = p.shape.data();
+    p.managed.dl_tensor.strides = p.strides.empty() ? nullptr : p.strides.data();
+    INFO(message);
+    CHECK_THAT(error_of([&] { from_dlpack(&p.managed); }), Contains("from_dlpack") && Contains(message));
+    CHECK(p.deleted == 0);
+  }
+}
+
+TEST_CASE("from_dlpack imports or refuses every size and stride at the integer boundaries", "[dlpack]") {
+  // Each 2-D geometry built from these values either imports as a view whose bytes
+  // fit in int64, or raises mixt::Error from from_dlpack; nothing else.
+  const int64_t p31 = int64_t{1} << 31, p32 = int64_t{1} << 32, p62 = int64_t{1} << 62;
+  const std::vector<int64_t> values = {0,       1,   2,       3,       p31 - 1,   p31,      p31 + 1,   p32 - 1, p32,
+                                       p32 + 1, p62 - 1, p62, p62 + 1, INT64_MAX - 1, INT64_MAX, -1,  INT64_MIN};
+  int imported = 0, refused = 0;
+  for (int64_t s0 : values)
+    for (int64_t s1 : values)
+      for (int64_t stride : values) {
+        Producer p({s0, s1}, {stride, 1});
+        INFO("sizes [" << s0 << ", " << s1 << "], strides [" << stride << ", 1]");
+        try {
+          Tensor t = from_dlpack(&p.managed);
+          ++imported;
+          CHECK(t.sizes() == Shape{s0, s1});
+          CHECK_NOTHROW(t.nbytes());
+        } catch (const Error& e) {
+          ++refused;
+          CHECK_THAT(std::string(e.what()), Contains("from_dlpack"));
+          CHECK(p.deleted == 0);
+        }
+      }
+  CHECK(imported > 0);
+  CHECK(refused > 0);
 }

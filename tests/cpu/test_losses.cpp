@@ -10,6 +10,7 @@
 
 #include <mixt/mixt.h>
 
+#include "reference_nn.h"
 #include "test_util.h"
 
 using namespace mixt;
@@ -34,12 +35,15 @@ Tensor spread(const Shape& s, ScalarType dt, double lo, double hi, double phase 
 
 Vec vals(const Tensor& t) { return t.to(kFloat64).to_vector<double>(); }
 
+testing::ref::Reduce as_reduce(Reduction r) {
+  return r == Reduction::None ? testing::ref::Reduce::None
+         : r == Reduction::Mean ? testing::ref::Reduce::Mean
+                                : testing::ref::Reduce::Sum;
+}
+
 // Reduces per-element reference losses like the op (mean divides by `denominator`).
 Vec reduce_ref(const Vec& per, Reduction r, double denominator) {
-  if (r == Reduction::None) return per;
-  double s = 0;
-  for (double x : per) s += x;
-  return {r == Reduction::Sum ? s : s / denominator};
+  return testing::ref::reduce_loss({{static_cast<int64_t>(per.size())}, per}, as_reduce(r), denominator).v;
 }
 
 // Checks a loss against its reference in the tolerance of the result's dtype (times `scale`).
@@ -53,31 +57,13 @@ void check_loss(const Tensor& got, const Vec& want, double scale = 4.0) {
   }
 }
 
-// Cross entropy of logits laid out [N, C, D] against class indices [N, D], in double (PyTorch's formulas).
-struct CeRef {
-  Vec per;     // per target: (1 - s) * nll + s / C * smooth
-  double den;  // the mean's denominator: sum of w[t] over non-ignored targets
-};
-
-CeRef ce_ref(const Vec& x, int64_t N, int64_t C, int64_t D, const std::vector<int64_t>& t, const Vec& w, int64_t ignore,
-             double ls, bool already_log = false) {
-  CeRef r{Vec(static_cast<size_t>(N * D), 0.0), 0.0};
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t d = 0; d < D; ++d) {
-      auto at = [&](int64_t c) { return x[static_cast<size_t>((n * C + c) * D + d)]; };
-      double m = -INFINITY, z = 0;
-      for (int64_t c = 0; c < C; ++c) m = std::max(m, at(c));
-      for (int64_t c = 0; c < C; ++c) z += std::exp(at(c) - m);
-      auto logp = [&](int64_t c) { return already_log ? at(c) : at(c) - m - std::log(z); };
-      const int64_t k = t[static_cast<size_t>(n * D + d)];
-      if (k == ignore) continue;
-      const double wk = w.empty() ? 1.0 : w[static_cast<size_t>(k)];
-      double smooth = 0;
-      for (int64_t c = 0; c < C; ++c) smooth -= (w.empty() ? 1.0 : w[static_cast<size_t>(c)]) * logp(c);
-      r.per[static_cast<size_t>(n * D + d)] = (1 - ls) * -wk * logp(k) + ls / static_cast<double>(C) * smooth;
-      r.den += wk;
-    }
-  return r;
+// Cross entropy of logits laid out [N, C, D] against class indices [N, D], reduced by `r`: the shared
+// reference of tests/support/reference_nn.h (PyTorch's formulas).
+Vec ce_ref(const Vec& x, int64_t N, int64_t C, int64_t D, const std::vector<int64_t>& t, const Vec& w, int64_t ignore,
+           double ls, Reduction r, bool already_log = false) {
+  return testing::ref::cross_entropy({{N, C, D}, x}, {{N, D}, Vec(t.begin(), t.end())}, w, ignore, as_reduce(r), ls,
+                                     already_log)
+      .v;
 }
 
 // d/dx_j of sum(f(x) * w) by central differences (x float64, one input).
@@ -121,15 +107,12 @@ TEST_CASE("cross_entropy with class indices: reductions, weights, ignore_index, 
       for (Reduction r : kReductions) {
         const Tensor logits = spread({6, 5}, dt, -3, 3), target = make({2, 0, 4, 1, 3, 0}, tdt);
         const Vec x = vals(logits);
-        CeRef plain = ce_ref(x, 6, 5, 1, t, {}, -100, 0.0);
         const Tensor y = nnf::cross_entropy(logits, target, {}, -100, r);
         CHECK(y.dtype() == dt);
-        check_loss(y, reduce_ref(plain.per, r, plain.den));
+        check_loss(y, ce_ref(x, 6, 5, 1, t, {}, -100, 0.0, r));
         // Weighted, ignoring class 0, smoothed.
-        CeRef full = ce_ref(x, 6, 5, 1, t, w, 0, 0.2);
-        check_loss(nnf::cross_entropy(logits, target, make(w, dt), 0, r, 0.2), reduce_ref(full.per, r, full.den));
-        CeRef smooth = ce_ref(x, 6, 5, 1, t, {}, 4, 0.3);
-        check_loss(nnf::cross_entropy(logits, target, {}, 4, r, 0.3), reduce_ref(smooth.per, r, smooth.den));
+        check_loss(nnf::cross_entropy(logits, target, make(w, dt), 0, r, 0.2), ce_ref(x, 6, 5, 1, t, w, 0, 0.2, r));
+        check_loss(nnf::cross_entropy(logits, target, {}, 4, r, 0.3), ce_ref(x, 6, 5, 1, t, {}, 4, 0.3, r));
       }
 }
 
@@ -138,16 +121,15 @@ TEST_CASE("cross_entropy takes [C] logits and [N, C, d...] logits", "[losses][ce
     const Tensor one = spread({5}, dt, -2, 2);
     const Tensor y1 = nnf::cross_entropy(one, make({3}, kInt64).view(Shape{}));
     CHECK(y1.dim() == 0);
-    check_loss(y1, ce_ref(vals(one), 1, 5, 1, {3}, {}, -100, 0).per);
+    check_loss(y1, ce_ref(vals(one), 1, 5, 1, {3}, {}, -100, 0, Reduction::None));
     const Tensor sp = spread({2, 3, 2, 2}, dt, -3, 3, 0.5);
     const std::vector<int64_t> t{0, 2, 1, 1, 2, 2, 0, 1};
     const Tensor target = make({0, 2, 1, 1, 2, 2, 0, 1}, kInt64, {2, 2, 2});
-    const CeRef ref = ce_ref(vals(sp), 2, 3, 4, t, {1, 2, 3}, 1, 0.1);
     const Tensor y = nnf::cross_entropy(sp, target, make({1, 2, 3}, dt), 1, Reduction::None, 0.1);
     CHECK(y.sizes() == Shape{2, 2, 2});
-    check_loss(y, ref.per);
+    check_loss(y, ce_ref(vals(sp), 2, 3, 4, t, {1, 2, 3}, 1, 0.1, Reduction::None));
     check_loss(nnf::cross_entropy(sp, target, make({1, 2, 3}, dt), 1, Reduction::Mean, 0.1),
-               reduce_ref(ref.per, Reduction::Mean, ref.den));
+               ce_ref(vals(sp), 2, 3, 4, t, {1, 2, 3}, 1, 0.1, Reduction::Mean));
   }
 }
 
@@ -155,21 +137,13 @@ TEST_CASE("cross_entropy with probability targets (and smoothing, weights)", "[l
   for (ScalarType dt : kTested)
     for (Reduction r : kReductions) {
       const Tensor logits = spread({3, 4, 2}, dt, -3, 3), probs = spread({3, 4, 2}, dt, 0, 1, 1.3);
-      const Vec x = vals(logits), p = vals(probs), w{1.0, 0.5, 2.0, 1.5};
-      Vec per(6, 0.0);
-      for (int n = 0; n < 3; ++n)
-        for (int d = 0; d < 2; ++d) {
-          double m = -INFINITY, z = 0;
-          for (int c = 0; c < 4; ++c) m = std::max(m, x[(n * 4 + c) * 2 + d]);
-          for (int c = 0; c < 4; ++c) z += std::exp(x[(n * 4 + c) * 2 + d] - m);
-          for (int c = 0; c < 4; ++c) {
-            const double target = p[(n * 4 + c) * 2 + d] * 0.9 + 0.1 / 4;
-            per[n * 2 + d] -= w[c] * target * (x[(n * 4 + c) * 2 + d] - m - std::log(z));
-          }
-        }
+      const Vec w{1.0, 0.5, 2.0, 1.5};
       const Tensor y = nnf::cross_entropy(logits, probs, make(w, dt), -100, r, 0.1);
       CHECK(y.dtype() == dt);
-      check_loss(y, reduce_ref(per, r, 6.0));  // the mean divides by the number of samples, not the weights
+      // The mean divides by the number of samples, not the weights.
+      check_loss(y, testing::ref::cross_entropy_probs({{3, 4, 2}, vals(logits)}, {{3, 4, 2}, vals(probs)}, w,
+                                                      as_reduce(r), 0.1)
+                        .v);
     }
 }
 
@@ -186,10 +160,9 @@ TEST_CASE("nll_loss picks -w[t] * input[t] with PyTorch's weighted mean", "[loss
   for (ScalarType dt : kTested)
     for (Reduction r : kReductions) {
       const Tensor lp = spread({4, 4}, dt, -3, -0.1);
-      const CeRef ref = ce_ref(vals(lp), 4, 4, 1, t, w, 0, 0.0, /*already_log=*/true);
       const Tensor y = nnf::nll_loss(lp, make({1, 3, 3, 0}, kInt32), make(w, dt), 0, r);
       CHECK(y.dtype() == dt);
-      check_loss(y, reduce_ref(ref.per, r, ref.den));
+      check_loss(y, ce_ref(vals(lp), 4, 4, 1, t, w, 0, 0.0, r, /*already_log=*/true));
     }
 }
 

@@ -13,6 +13,9 @@
 
 #include <mixt/mixt.h>
 
+#include "reference.h"
+#include "ulps.h"
+
 using namespace mixt;
 
 namespace {
@@ -38,56 +41,18 @@ Tensor random_tensor(const Shape& sizes, ScalarType dtype, uint32_t seed) {
 }
 
 // `v` wrapped to the range of integer dtype `t` (two's complement), as PyTorch's integer GEMMs do.
-double wrap_to(double v, ScalarType t) {
-  const auto i = static_cast<int64_t>(v);
-  switch (t) {
-    case kUInt8: return static_cast<uint8_t>(static_cast<uint64_t>(i));
-    case kInt8: return static_cast<int8_t>(static_cast<uint64_t>(i));
-    case kInt32: return static_cast<int32_t>(static_cast<uint64_t>(i));
-    default: return static_cast<double>(i);
-  }
-}
+double wrap_to(double v, ScalarType t) { return testing::wrap_to(t, v); }
 
-// Naive numpy-rule matmul in double (vectors, matrices, broadcast batches) of the values `a` and `b` hold.
+// Naive numpy-rule matmul in double (vectors, matrices, broadcast batches) of the values `a` and `b` hold:
+// the shared reference of tests/support/reference.h.
 struct Reference {
   Shape shape;
   std::vector<double> values;
 };
 Reference naive_matmul(const Tensor& a, const Tensor& b) {
-  const std::vector<double> av = a.to_vector<double>(), bv = b.to_vector<double>();
-  std::vector<int64_t> as = a.sizes().vec(), bs = b.sizes().vec();
-  const bool drop_n = as.size() == 1, drop_m = bs.size() == 1;
-  if (drop_n) as.insert(as.begin(), 1);
-  if (drop_m) bs.push_back(1);
-  const int64_t n = as[as.size() - 2], k = as.back(), m = bs.back();
-  const size_t nb = std::max(as.size(), bs.size()) - 2;
-  std::vector<int64_t> batch(nb), abatch(nb, 1), bbatch(nb, 1);
-  for (size_t i = 0; i + 2 < as.size(); ++i) abatch[nb - (as.size() - 2) + i] = as[i];
-  for (size_t i = 0; i + 2 < bs.size(); ++i) bbatch[nb - (bs.size() - 2) + i] = bs[i];
-  int64_t count = 1;
-  for (size_t i = 0; i < nb; ++i) count *= (batch[i] = std::max(abatch[i], bbatch[i]));
-  Reference r;
-  for (int64_t v : batch) r.shape.push_back(v);
-  if (!drop_n) r.shape.push_back(n);
-  if (!drop_m) r.shape.push_back(m);
-  for (int64_t idx = 0; idx < count; ++idx) {
-    int64_t rem = idx, aoff = 0, boff = 0, astride = n * k, bstride = k * m;
-    for (size_t d = nb; d-- > 0;) {
-      const int64_t i = rem % batch[d];
-      rem /= batch[d];
-      aoff += (abatch[d] == 1 ? 0 : i) * astride;
-      boff += (bbatch[d] == 1 ? 0 : i) * bstride;
-      astride *= abatch[d];
-      bstride *= bbatch[d];
-    }
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < m; ++j) {
-        double s = 0;
-        for (int64_t q = 0; q < k; ++q) s += av[aoff + i * k + q] * bv[boff + q * m + j];
-        r.values.push_back(s);
-      }
-  }
-  return r;
+  const testing::ref::Ref r = testing::ref::matmul({a.sizes().vec(), a.to_vector<double>()},
+                                                   {b.sizes().vec(), b.to_vector<double>()});
+  return {Shape(r.sizes), r.v};
 }
 
 // Relative and absolute tolerance of a product of values in [-1, 1] returned in `dtype`.

@@ -12,6 +12,7 @@
 
 #include <mixt/mixt.h>
 
+#include "reference_nn.h"
 #include "test_util.h"
 
 using namespace mixt;
@@ -90,124 +91,40 @@ void check_grad(const Fn& f, std::vector<Tensor> in, const std::vector<size_t>& 
   }
 }
 
-// ---- references (row-major loops in double) ----
+// ---- references: the shared double loops of tests/support/reference_nn.h, in this file's terms ----
+
+using testing::ref::ConvGeom;
 
 // Softmax (or log_softmax) of x of sizes s along dim.
-Vec softmax_ref(const Vec& x, const Shape& s, int dim, bool log) {
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < dim; ++d) outer *= s[d];
-  for (int d = dim + 1; d < s.size(); ++d) inner *= s[d];
-  const int64_t n = s[dim];
-  Vec y(x.size());
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
-      auto at = [&](int64_t j) { return static_cast<size_t>((o * n + j) * inner + i); };
-      double m = -INFINITY, z = 0;
-      for (int64_t j = 0; j < n; ++j) m = std::max(m, x[at(j)]);
-      for (int64_t j = 0; j < n; ++j) z += std::exp(x[at(j)] - m);
-      for (int64_t j = 0; j < n; ++j) y[at(j)] = log ? x[at(j)] - m - std::log(z) : std::exp(x[at(j)] - m) / z;
-    }
-  return y;
-}
+Vec softmax_ref(const Vec& x, const Shape& s, int dim, bool log) { return testing::ref::softmax({s.vec(), x}, dim, log).v; }
 
 // Normalizes each row of `cols` values: (x - mean) / sqrt(var + eps) * w + b (rms: x / sqrt(mean(x^2) + eps) * w).
 Vec norm_rows_ref(const Vec& x, int64_t cols, double eps, const Vec& w, const Vec& b, bool rms = false) {
-  Vec y(x.size());
-  for (size_t r = 0; r < x.size() / static_cast<size_t>(cols); ++r) {
-    const double* row = &x[r * static_cast<size_t>(cols)];
-    double m = 0, v = 0;
-    for (int64_t j = 0; j < cols; ++j) m += row[j] / static_cast<double>(cols);
-    if (rms) m = 0;
-    for (int64_t j = 0; j < cols; ++j) v += (row[j] - m) * (row[j] - m) / static_cast<double>(cols);
-    for (int64_t j = 0; j < cols; ++j) {
-      double o = (row[j] - m) / std::sqrt(v + eps);
-      if (!w.empty()) o *= w[static_cast<size_t>(j)];
-      if (!b.empty()) o += b[static_cast<size_t>(j)];
-      y[r * static_cast<size_t>(cols) + static_cast<size_t>(j)] = o;
-    }
-  }
-  return y;
+  return testing::ref::norm_rows(x, cols, eps, w, b, rms);
 }
 
-// 2-D convolution of x [N, C, H, W] with w [O, C / groups, KH, KW] (1-D: H = KH = 1).
-struct ConvGeom {
-  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
-};
-
+// Direct 2-D convolution of x [N, C, H, W] with w [O, C / groups, KH, KW] (1-D: H = KH = 1).
 Vec conv2d_ref(const Vec& x, const Shape& xs, const Vec& w, const Shape& ws, const Vec& b, const ConvGeom& g,
                Shape& out_sizes) {
-  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], O = ws[0], Cg = ws[1], KH = ws[2], KW = ws[3];
-  const int64_t OH = (H + 2 * g.ph - g.dh * (KH - 1) - 1) / g.sh + 1,
-                OW = (W + 2 * g.pw - g.dw * (KW - 1) - 1) / g.sw + 1;
-  out_sizes = {N, O, OH, OW};
-  Vec y(static_cast<size_t>(N * O * OH * OW));
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t o = 0; o < O; ++o)
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          double acc = b.empty() ? 0.0 : b[static_cast<size_t>(o)];
-          const int64_t group = o / (O / g.groups);
-          for (int64_t ci = 0; ci < Cg; ++ci)
-            for (int64_t kh = 0; kh < KH; ++kh)
-              for (int64_t kw = 0; kw < KW; ++kw) {
-                const int64_t ih = oh * g.sh - g.ph + kh * g.dh, iw = ow * g.sw - g.pw + kw * g.dw;
-                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                const int64_t c = group * Cg + ci;
-                acc += w[static_cast<size_t>(((o * Cg + ci) * KH + kh) * KW + kw)] *
-                       x[static_cast<size_t>(((n * C + c) * H + ih) * W + iw)];
-              }
-          y[static_cast<size_t>(((n * O + o) * OH + oh) * OW + ow)] = acc;
-        }
-  return y;
+  const testing::ref::Ref y = testing::ref::conv2d({xs.vec(), x}, {ws.vec(), w}, b, g);
+  out_sizes = Shape(y.sizes);
+  return y.v;
 }
 
 // im2col of x [N, C, H, W] with kernel KH x KW (geometry g, groups unused).
 Vec im2col_ref(const Vec& x, const Shape& xs, int64_t KH, int64_t KW, const ConvGeom& g, Shape& out_sizes) {
-  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
-  const int64_t OH = (H + 2 * g.ph - g.dh * (KH - 1) - 1) / g.sh + 1,
-                OW = (W + 2 * g.pw - g.dw * (KW - 1) - 1) / g.sw + 1;
-  out_sizes = {N, C * KH * KW, OH * OW};
-  Vec y(static_cast<size_t>(out_sizes.numel()), 0.0);
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t kh = 0; kh < KH; ++kh)
-        for (int64_t kw = 0; kw < KW; ++kw)
-          for (int64_t oh = 0; oh < OH; ++oh)
-            for (int64_t ow = 0; ow < OW; ++ow) {
-              const int64_t ih = oh * g.sh - g.ph + kh * g.dh, iw = ow * g.sw - g.pw + kw * g.dw;
-              const int64_t row = (c * KH + kh) * KW + kw;
-              if (ih >= 0 && ih < H && iw >= 0 && iw < W)
-                y[static_cast<size_t>((n * out_sizes[1] + row) * OH * OW + oh * OW + ow)] =
-                    x[static_cast<size_t>(((n * C + c) * H + ih) * W + iw)];
-            }
-  return y;
+  const testing::ref::Ref y = testing::ref::im2col({xs.vec(), x}, KH, KW, g);
+  out_sizes = Shape(y.sizes);
+  return y.v;
 }
 
 // Attention over B independent [L, E] / [S, E] / [S, Ev] blocks; keep[l * S + s] (empty: all), bias likewise.
 Vec sdpa_ref(const Vec& q, const Vec& k, const Vec& v, int64_t B, int64_t L, int64_t S, int64_t E, int64_t Ev,
              double scale, const std::vector<bool>& keep, const Vec& bias) {
-  Vec out(static_cast<size_t>(B * L * Ev), 0.0);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t l = 0; l < L; ++l) {
-      Vec s(static_cast<size_t>(S));
-      double m = -INFINITY;
-      for (int64_t j = 0; j < S; ++j) {
-        double dot = 0;
-        for (int64_t e = 0; e < E; ++e)
-          dot += q[static_cast<size_t>((b * L + l) * E + e)] * k[static_cast<size_t>((b * S + j) * E + e)];
-        s[j] = dot * scale + (bias.empty() ? 0.0 : bias[static_cast<size_t>(l * S + j)]);
-        if (!keep.empty() && !keep[static_cast<size_t>(l * S + j)]) s[j] = -INFINITY;
-        m = std::max(m, s[j]);
-      }
-      if (m == -INFINITY) continue;  // nothing to attend to: zeros
-      double z = 0;
-      for (int64_t j = 0; j < S; ++j) z += std::exp(s[j] - m);
-      for (int64_t j = 0; j < S; ++j)
-        for (int64_t e = 0; e < Ev; ++e)
-          out[static_cast<size_t>((b * L + l) * Ev + e)] +=
-              std::exp(s[j] - m) / z * v[static_cast<size_t>((b * S + j) * Ev + e)];
-    }
-  return out;
+  const testing::ref::Ref keep_r{{L, S}, Vec(keep.begin(), keep.end())}, bias_r{{L, S}, bias};
+  return testing::ref::attention({{B, L, E}, q}, {{B, S, E}, k}, {{B, S, Ev}, v}, scale, keep.empty() ? nullptr : &keep_r,
+                                 bias.empty() ? nullptr : &bias_r, false)
+      .v;
 }
 
 }  // namespace
@@ -342,14 +259,7 @@ TEST_CASE("group_norm matches the reference", "[nn][norm]") {
 
 // Per-channel mean and biased variance of x [N, C, L].
 void channel_stats(const Vec& x, int64_t N, int64_t C, int64_t L, Vec& mean, Vec& var) {
-  mean.assign(static_cast<size_t>(C), 0.0);
-  var.assign(static_cast<size_t>(C), 0.0);
-  const double n = static_cast<double>(N * L);
-  for (int64_t i = 0; i < N * C * L; ++i) mean[static_cast<size_t>((i / L) % C)] += x[static_cast<size_t>(i)] / n;
-  for (int64_t i = 0; i < N * C * L; ++i) {
-    const double d = x[static_cast<size_t>(i)] - mean[static_cast<size_t>((i / L) % C)];
-    var[static_cast<size_t>((i / L) % C)] += d * d / n;
-  }
+  testing::ref::channel_stats({{N, C, L}, x}, mean, var);
 }
 
 TEST_CASE("batch_norm in training normalizes with batch statistics and updates the running stats", "[nn][norm]") {

@@ -1,7 +1,8 @@
 // The op-coverage harness: every op in the op table has cases; every case runs
-// on every backend present, on each declared dtype, against a float64 CPU
-// reference; undeclared dtypes raise mixt::Error; kernel holes are declared;
-// docs/op_support.md matches the table.
+// on the CPU (CUDA: tests/cuda/test_cuda_coverage.cpp), on each declared dtype, against an independent
+// double reference within a tolerance in ulps (Note [Tolerances in ulps]);
+// undeclared dtypes raise mixt::Error; kernel holes are declared;
+// docs/op_support.md matches the table; and the harness rejects wrong results.
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -15,6 +16,10 @@ using namespace mixt;
 using namespace mixt::testing;
 
 namespace {
+std::vector<ScalarType> kFloatingTypes() {
+  return {kFloat64, kFloat32, kFloat16, kBFloat16, kFloat8_e4m3fn, kFloat8_e5m2};
+}
+
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += "\n  " + x;
@@ -54,7 +59,7 @@ TEST_CASE("every op has a CPU kernel; CUDA kernels match the declared holes", "[
   CHECK(problems.empty());
 }
 
-TEST_CASE("CPU: every case on every declared dtype matches the float64 reference", "[coverage]") {
+TEST_CASE("CPU: every case on every declared dtype matches its independent reference", "[coverage]") {
   std::vector<std::string> failures;
   int runs = 0;
   for (const OpCase& c : op_cases()) {
@@ -104,4 +109,79 @@ TEST_CASE("docs/op_support.md is generated from the table", "[coverage][docs]") 
   have << in.rdbuf();
   INFO("docs/op_support.md is stale: run MIXT_UPDATE_DOCS=1 on test_op_coverage and commit the file");
   CHECK(have.str() == md);
+}
+
+namespace {
+
+// A copy of the case labelled `label` whose run is replaced by `run`.
+OpCase broken(const std::string& label, std::function<Tensor(const std::vector<Tensor>&, ScalarType, Device)> run) {
+  for (const OpCase& c : op_cases())
+    if (c.label == label) {
+      OpCase b = c;
+      b.run = std::move(run);
+      return b;
+    }
+  FAIL("no case " << label);
+  return {};
+}
+
+// Two fused Adam steps as the adam_step_ case runs them, with the learning rate `lr`.
+Tensor two_adam_steps(const std::vector<Tensor>& in, double lr) {
+  const Tensor p = in[0].clone(), g = in[1];
+  const ScalarType work = p.dtype() == kFloat64 ? kFloat64 : kFloat32;
+  const Tensor m = zeros(p.sizes(), {.dtype = work}), v = zeros(p.sizes(), {.dtype = work});
+  const Tensor step = zeros({}, {.dtype = kFloat32}), found = zeros({}, {.dtype = kFloat32});
+  for (int i = 0; i < 2; ++i)
+    optim::fused::adam_step_({{p}}, {{g}}, {{m}}, {{v}}, {}, {{step}}, found, {.lr = lr, .weight_decay = 0.1});
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("the harness rejects wrong results it used to accept", "[coverage]") {
+  SECTION("a sign error on small outputs, float8 included") {
+    // tanh of small inputs, negated.
+    OpCase c = broken("tanh", [](const std::vector<Tensor>& in, ScalarType, Device) { return neg(tanh(in[0])); });
+    c.make = [](ScalarType dt) { return CaseInputs{{from_vector(std::vector<double>{0.06, -0.05, 0.03, 0.02}).to(dt)}, 1}; };
+    for (ScalarType dt : kFloatingTypes()) {
+      INFO(dtype_name(dt));
+      CHECK(run_case(c, dt, Device::cpu()).find("element 0") != std::string::npos);
+    }
+    // The former rule, |got - ref| <= tol (|ref| + 1) with tol = 1/8 for float8_e4m3fn, accepted them all.
+    const Tensor x = c.make(kFloat8_e4m3fn).in[0];
+    const std::vector<double> got = c.run({x}, kFloat8_e4m3fn, Device::cpu()).to_vector<double>();
+    const std::vector<double> want = tanh(x).to_vector<double>();
+    for (size_t i = 0; i < got.size(); ++i) CHECK(std::abs(got[i] - want[i]) <= 0.125 * (std::abs(want[i]) + 1));
+  }
+  SECTION("a formula bug shared by every dtype, float64 included") {
+    // exp off by one part in 10^12: the former float64 reference (the op itself) could not see it.
+    OpCase c = broken("exp", [](const std::vector<Tensor>& in, ScalarType, Device) { return mul(exp(in[0]), 1 + 1e-12); });
+    CHECK_FALSE(run_case(c, kFloat64, Device::cpu()).empty());
+    CHECK(run_case(broken("exp", [](const std::vector<Tensor>& in, ScalarType, Device) { return exp(in[0]); }), kFloat64,
+                   Device::cpu())
+              .empty());
+  }
+  SECTION("a fused bfloat16 or float16 Adam step off by 40% of its update") {
+    for (double lr : {0.07, 0.03}) {
+      const OpCase c = broken("adam_step_", [lr](const std::vector<Tensor>& in, ScalarType, Device) {
+        return two_adam_steps(in, lr);
+      });
+      for (ScalarType dt : {kBFloat16, kFloat16, kFloat32}) {
+        INFO(dtype_name(dt) << " lr " << lr);
+        CHECK_FALSE(run_case(c, dt, Device::cpu()).empty());
+      }
+    }
+    // The same steps at the case's own learning rate pass.
+    const OpCase same = broken("adam_step_", [](const std::vector<Tensor>& in, ScalarType, Device) {
+      return two_adam_steps(in, 0.05);
+    });
+    CHECK(run_case(same, kBFloat16, Device::cpu()).empty());
+  }
+  SECTION("a result off by one ulp where the op is exact") {
+    OpCase c = broken("mul", [](const std::vector<Tensor>& in, ScalarType, Device) {
+      const Tensor r = mul(in[0], in[1]).to(kFloat64);
+      return add(r, mul(abs(r), 0x1p-23)).to(kFloat32);  // about one float32 ulp up
+    });
+    CHECK_FALSE(run_case(c, kFloat32, Device::cpu()).empty());
+  }
 }

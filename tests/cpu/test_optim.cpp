@@ -13,7 +13,9 @@
 #include <mixt/runtime/optim/optimizer.h>
 #include <mixt/runtime/optim/schedule.h>
 
+#include "reference_nn.h"
 #include "test_util.h"
+#include "ulps.h"
 
 using namespace mixt;
 using namespace mixt::testing;
@@ -43,47 +45,18 @@ void check_close(const Vec& got, const Vec& want, double rtol) {
   for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(want[i]).epsilon(rtol).margin(rtol));
 }
 
-// torch.optim.SGD's rule in double.
-struct SgdRef {
-  optim::SGDOptions o;
-  Vec buf = {};
-  void step(Vec& p, Vec g) {
-    for (size_t i = 0; i < p.size(); ++i) g[i] += o.weight_decay * p[i];
-    if (o.momentum != 0) {
-      if (buf.empty())
-        buf = g;
-      else
-        for (size_t i = 0; i < p.size(); ++i) buf[i] = o.momentum * buf[i] + (1 - o.dampening) * g[i];
-      for (size_t i = 0; i < p.size(); ++i) g[i] = o.nesterov ? g[i] + o.momentum * buf[i] : buf[i];
-    }
-    for (size_t i = 0; i < p.size(); ++i) p[i] -= o.lr * g[i];
-  }
+// torch.optim.SGD's rule in double (the shared reference of tests/support/reference_nn.h).
+struct SgdRef : testing::ref::SgdState {
+  SgdRef(const optim::SGDOptions& o)
+      : SgdState{{.lr = o.lr, .momentum = o.momentum, .dampening = o.dampening, .weight_decay = o.weight_decay,
+                  .nesterov = o.nesterov}} {}
 };
 
-// Adam / AdamW in the textbook form: bias-corrected moments m_hat, v_hat.
-struct AdamRef {
-  optim::AdamOptions o;
-  double wd;
-  bool decoupled;
-  Vec m = {}, v = {}, vmax = {};
-  int t = 0;
-  void step(Vec& p, Vec g) {
-    if (m.empty()) m = v = vmax = Vec(p.size(), 0.0);
-    ++t;
-    const double b1 = o.betas[0], b2 = o.betas[1];
-    for (size_t i = 0; i < p.size(); ++i) {
-      if (decoupled)
-        p[i] *= 1 - o.lr * wd;
-      else
-        g[i] += wd * p[i];
-      m[i] = b1 * m[i] + (1 - b1) * g[i];
-      v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
-      vmax[i] = std::max(vmax[i], v[i]);
-      const double m_hat = m[i] / (1 - std::pow(b1, t));
-      const double v_hat = (o.amsgrad ? vmax[i] : v[i]) / (1 - std::pow(b2, t));
-      p[i] -= o.lr * m_hat / (std::sqrt(v_hat) + o.eps);
-    }
-  }
+// Adam / AdamW in the textbook form: bias-corrected moments m_hat, v_hat (shared reference).
+struct AdamRef : testing::ref::AdamState {
+  AdamRef(const optim::AdamOptions& o, double wd, bool decoupled)
+      : AdamState{{.lr = o.lr, .beta1 = o.betas[0], .beta2 = o.betas[1], .eps = o.eps, .weight_decay = wd,
+                   .amsgrad = o.amsgrad, .decoupled = decoupled}} {}
 };
 
 // Runs `steps` steps of `opt` on `p` and of `ref` on a double copy, comparing after each.
@@ -186,7 +159,13 @@ TEST_CASE("float32 and narrow parameters: float32 state, updates through a float
       opt.step();
       ref.step(want, values(p.grad()));
       want = values(make(want, dt));  // the parameter is stored rounded each step
-      check_close(values(p), want, tol_for(dt).rtol);
+      // The same stored value, or its neighbour where the float32 update lay within float32 error of a
+      // tie: one ulp of the dtype (0.008 near 1 in bfloat16, against updates of about 0.1).
+      const Vec got = values(p);
+      for (size_t i = 0; i < got.size(); ++i) {
+        INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
+        CHECK(within(dt, got[i], want[i], {1, 0}));
+      }
     }
     CHECK(p.dtype() == dt);
     CHECK(opt.state_dict().find("state.0.momentum_buffer")->dtype() == kFloat32);
@@ -655,7 +634,9 @@ TEST_CASE("optimizer loads refuse unknown, missing and malformed state", "[optim
   const AdamFixture f;
   auto without = [&](const std::string& key) {
     io::StateDict out = f.sd;
-    std::erase_if(out.tensors, [&](const auto& e) { return e.first == key; });
+    const size_t i = out.tensors.index_of(key);
+    REQUIRE(i != io::NamedTensorList::npos);
+    out.tensors.erase(out.tensors.begin() + static_cast<std::ptrdiff_t>(i));
     REQUIRE(out.tensors.size() + 1 == f.sd.tensors.size());
     return out;
   };

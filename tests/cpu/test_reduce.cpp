@@ -11,6 +11,9 @@
 
 #include <mixt/mixt.h>
 
+#include "reference.h"
+#include "ulps.h"
+
 using namespace mixt;
 
 namespace {
@@ -18,33 +21,11 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Logical (row-major) values of a tensor, kept by the test independently of mixt.
-struct Ref {
-  std::vector<int64_t> sizes;
-  std::vector<double> v;
-};
-
-int64_t numel_of(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (int64_t x : s) n *= x;
-  return n;
-}
-
-// Row-major multi-index of linear position i.
-std::vector<int64_t> unravel(int64_t i, const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> idx(sizes.size());
-  for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
-    idx[d] = i % sizes[d];
-    i /= sizes[d];
-  }
-  return idx;
-}
-
-int64_t ravel(const std::vector<int64_t>& idx, const std::vector<int64_t>& sizes) {
-  int64_t i = 0;
-  for (size_t d = 0; d < sizes.size(); ++d) i = i * sizes[d] + idx[d];
-  return i;
-}
+using testing::ref::numel_of;
+using testing::ref::ravel;
+using testing::ref::Ref;
+using testing::ref::unravel;
+using testing::ref::wrap_dims;
 
 // Deterministic quarter-integer values in [-5, 5] (exact in float16 and bfloat16).
 std::vector<double> quarters(int64_t n, int64_t seed = 1) {
@@ -68,80 +49,20 @@ Tensor tensor_of(const Ref& r, ScalarType dtype = kFloat64) {
   return dtype == kFloat64 ? t : t.to(dtype);
 }
 
-// ref permuted like Tensor::permute(perm).
-Ref permute_ref(const Ref& r, const std::vector<int64_t>& perm) {
-  Ref out;
-  for (int64_t p : perm) out.sizes.push_back(r.sizes[p]);
-  out.v.resize(r.v.size());
-  for (int64_t i = 0; i < static_cast<int64_t>(r.v.size()); ++i) {
-    const auto oi = unravel(i, out.sizes);
-    std::vector<int64_t> si(r.sizes.size());
-    for (size_t k = 0; k < perm.size(); ++k) si[perm[k]] = oi[k];
-    out.v[i] = r.v[ravel(si, r.sizes)];
-  }
-  return out;
-}
-
-// ref sliced like Tensor::slice(dim, start, end, step) (start/end in range).
+// The shared references (tests/support/reference.h) under this file's names.
+Ref permute_ref(const Ref& r, const std::vector<int64_t>& perm) { return testing::ref::permute(r, perm); }
 Ref slice_ref(const Ref& r, int dim, int64_t start, int64_t end, int64_t step) {
-  Ref out{r.sizes, {}};
-  out.sizes[dim] = (end - start + step - 1) / step;
-  out.v.resize(static_cast<size_t>(numel_of(out.sizes)));
-  for (int64_t i = 0; i < static_cast<int64_t>(out.v.size()); ++i) {
-    auto idx = unravel(i, out.sizes);
-    idx[dim] = start + idx[dim] * step;
-    out.v[i] = r.v[ravel(idx, r.sizes)];
-  }
-  return out;
+  return testing::ref::slice(r, dim, start, end, step);
 }
-
-// Wrapped, sorted dims (empty: all).
-std::vector<int> wrap_dims(const std::vector<int64_t>& dims, int nd) {
-  std::vector<int> out;
-  if (dims.empty()) {
-    for (int d = 0; d < nd; ++d) out.push_back(d);
-    return out;
-  }
-  for (int d = 0; d < nd; ++d)
-    for (int64_t x : dims)
-      if ((x < 0 ? x + nd : x) == d) out.push_back(d);
-  return out;
-}
-
 std::vector<int64_t> ref_out_sizes(const Ref& r, const std::vector<int64_t>& dims, bool keepdim) {
-  const auto red = wrap_dims(dims, static_cast<int>(r.sizes.size()));
-  std::vector<int64_t> out;
-  for (int d = 0; d < static_cast<int>(r.sizes.size()); ++d) {
-    const bool reduced = std::find(red.begin(), red.end(), d) != red.end();
-    if (!reduced) out.push_back(r.sizes[d]);
-    else if (keepdim) out.push_back(1);
-  }
-  return out;
+  return testing::ref::reduced_sizes(r.sizes, dims, keepdim);
 }
-
-// Folds each element into its output's accumulator: fold(acc, value, index within
-// the reduced dims, row-major). Returns the accumulators in output order.
 template <class Acc>
 std::vector<Acc> ref_reduce(const Ref& r, const std::vector<int64_t>& dims, Acc init,
                             const std::function<void(Acc&, double, int64_t)>& fold) {
-  const int nd = static_cast<int>(r.sizes.size());
-  const auto red = wrap_dims(dims, nd);
-  std::vector<int64_t> kept_sizes, red_sizes;
-  for (int d = 0; d < nd; ++d)
-    (std::find(red.begin(), red.end(), d) != red.end() ? red_sizes : kept_sizes).push_back(r.sizes[d]);
-  std::vector<Acc> acc(static_cast<size_t>(numel_of(kept_sizes)), init);
-  for (int64_t i = 0; i < static_cast<int64_t>(r.v.size()); ++i) {
-    const auto idx = unravel(i, r.sizes);
-    std::vector<int64_t> ki, ri;
-    for (int d = 0; d < nd; ++d) (std::find(red.begin(), red.end(), d) != red.end() ? ri : ki).push_back(idx[d]);
-    fold(acc[ravel(ki, kept_sizes)], r.v[i], ravel(ri, red_sizes));
-  }
-  return acc;
+  return testing::ref::reduce<Acc>(r, dims, init, fold);
 }
-
-std::vector<double> ref_sum(const Ref& r, const std::vector<int64_t>& dims) {
-  return ref_reduce<double>(r, dims, 0.0, [](double& a, double x, int64_t) { a += x; });
-}
+std::vector<double> ref_sum(const Ref& r, const std::vector<int64_t>& dims) { return testing::ref::sum(r, dims).v; }
 
 // Compares values with a relative and absolute tolerance; NaN matches NaN, inf matches inf.
 // One assertion per tensor, naming the first mismatch.
@@ -161,16 +82,10 @@ void check_values(const Tensor& got, const std::vector<double>& expect, double r
   CHECK(bad == -1);
 }
 
-// The value `v` as stored in `dtype` (the rounding the kernels apply on store).
+// The value `v` as stored in `dtype` when a kernel rounds a double: through float32 for the narrow
+// floats (Note [Narrow float conversions]), by the formats' definitions (tests/support/ulps.h).
 double round_to(ScalarType dtype, double v) {
-  switch (dtype) {
-    case kFloat16: return static_cast<float>(Half(static_cast<float>(v)));
-    case kBFloat16: return static_cast<float>(BFloat16(static_cast<float>(v)));
-    case kFloat8_e4m3fn: return static_cast<float>(Float8_e4m3fn(static_cast<float>(v)));
-    case kFloat8_e5m2: return static_cast<float>(Float8_e5m2(static_cast<float>(v)));
-    case kFloat32: return static_cast<float>(v);
-    default: return v;
-  }
+  return dtype == kFloat64 ? v : testing::round_to(dtype, testing::round_to(kFloat32, v));
 }
 
 std::vector<double> rounded(ScalarType dtype, std::vector<double> v) {

@@ -36,6 +36,31 @@ inline Tensor index_tensor(const std::vector<int64_t>& v, const Shape& shape) { 
 
 using Run = std::function<Tensor(const std::vector<Tensor>&, ScalarType, Device)>;
 using OutRule = std::function<ScalarType(ScalarType)>;
+using RefFn = decltype(OpCase::reference);
+using Refs = std::vector<ref::Ref>;
+
+// Tolerances shared by many cases (Note [Tolerances in ulps]).
+// A value of the inputs (views, copies, max, floor, ...) or one correctly rounded operation: exact
+// to half an ulp of the result's dtype.
+constexpr Tolerance kExact{0.5, 0};
+// One float32 (float64) function or operation, then the rounding to a narrower dtype: the float
+// result is within one ulp of the compute type (libm's float functions stay below one ulp).
+constexpr Tolerance kOneOp{0.5, 1};
+
+// The reference of an elementwise unary op named `name` (reference.h's table).
+inline RefFn unary_ref(std::string name) {
+  return [name](const Refs& in, ScalarType) {
+    return ref::map(in[0], [&](double x) { return ref::unary(name, x); });
+  };
+}
+
+// The reference of a binary op: f(a, b) on broadcast inputs 0 and 1.
+inline RefFn binary_ref(std::function<double(double, double)> f) {
+  return [f](const Refs& in, ScalarType) { return ref::zip(in[0], in[1], f); };
+}
+
+// The value `dt` stores for v (rounding for floats, wrapping for integers, != 0 for bool).
+inline double stored(ScalarType dt, double v) { return is_floating(dt) ? round_to(dt, v) : wrap_to(dt, v); }
 
 inline const OutRule kSame = [](ScalarType dt) { return dt; };
 inline const OutRule kFloatPromote = [](ScalarType dt) { return is_floating(dt) ? dt : kFloat32; };

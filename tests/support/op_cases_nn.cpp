@@ -1,9 +1,15 @@
 // Op cases of the nn ops (runtime/nn/functional.h): every floating dtype against
-// the float64 reference, small inputs for the float64 gradient checks, and a
-// `check` for the random cases (dropout, attention dropout).
+// the references of reference_nn.h, small inputs for the float64 gradient checks,
+// and a `check` for the random cases (dropout, attention dropout).
+//
+// Tolerances (Note [Tolerances in ulps]): the kernels and composites compute the
+// narrow floats in float32 (float64 in float64) and round the result once, so
+// every case allows half an ulp of the result's dtype plus `work` roundings of
+// the compute type at `magnitude`, the size of the terms those roundings hit.
 #include <cmath>
 
 #include "op_case_builder.h"
+#include "reference_nn.h"
 
 namespace mixt::testing {
 namespace {
@@ -11,6 +17,11 @@ namespace {
 namespace nnf = nn::functional;
 using Ins = std::vector<Tensor>;
 using nnf::Reduction;
+using ref::Reduce;
+using ref::Vec;
+
+// The values of input i, or none when the case has no input i.
+Vec opt_values(const Refs& in, size_t i) { return i < in.size() ? in[i].v : Vec{}; }
 
 // One data input: shape and value range.
 struct Spec {
@@ -39,49 +50,73 @@ Run run(std::function<Tensor(const Ins&)> f) {
 }
 
 void add_softmax_cases(Builder& b) {
+  auto softmax_ref = [](int64_t dim, bool log) {
+    return [=](const Refs& in, ScalarType) { return ref::softmax(in[0], dim, log); };
+  };
+  // x - m is rounded in float at the size |x - m| <= span, which exp turns into a relative error of
+  // span ulps; then exp (one ulp) and the product with 1 / sum (the sum in double, its inverse
+  // rounded): span + 3 roundings relative to the result.
+  auto sm = [](double span) { return Tolerance{0.5, span + 3}; };
   b.add("softmax", OpId::softmax, F, kNoCuda, inputs({{{3, 5}, -3, 3}}),
-        run([](const Ins& in) { return nnf::softmax(in[0], 1); }));
+        run([](const Ins& in) { return nnf::softmax(in[0], 1); }))
+      .with(softmax_ref(1, false), sm(6));
   b.add("softmax/dim0_3d", OpId::softmax, F, kNoCuda, inputs({{{3, 2, 4}, -6, 6}}),
-        run([](const Ins& in) { return nnf::softmax(in[0], 0); }));
+        run([](const Ins& in) { return nnf::softmax(in[0], 0); }))
+      .with(softmax_ref(0, false), sm(12));
+  // The input is first converted to float32 (rounding float64 inputs: a relative change of 2^-24
+  // in x, up to 6 of them in exp(x - m) for |x - m| <= 6).
   b.add("softmax/dtype", OpId::softmax, A, kNoCuda, inputs({{{3, 5}, -3, 3}}),
-        run([](const Ins& in) { return nnf::softmax(in[0], -1, kFloat32); }), kFloat32Out);
+        run([](const Ins& in) { return nnf::softmax(in[0], -1, kFloat32); }), kFloat32Out)
+      .with(softmax_ref(-1, false), sm(12));
+  // x - m - log(sum): the roundings are at the size of |x - m| + log(n) <= 6 + 2.
   b.add("log_softmax", OpId::log_softmax, F, kNoCuda, inputs({{{3, 5}, -3, 3}}),
         run([](const Ins& in) { return nnf::log_softmax(in[0], -1); }))
-      .magnitude = 3;
+      .with(softmax_ref(-1, true), {0.5, 3, 8});
   b.add("log_softmax/dim1_3d", OpId::log_softmax, F, kNoCuda, inputs({{{2, 4, 3}, -8, 8}}),
         run([](const Ins& in) { return nnf::log_softmax(in[0], 1); }))
-      .magnitude = 8;
+      .with(softmax_ref(1, true), {0.5, 3, 18});
 }
 
 void add_norm_cases(Builder& b) {
+  // layer_norm and rms_norm: statistics and the affine map in double, one rounding (compute float64).
+  const Tolerance in_double{0.5, 8, 4, kFloat64};
   b.add("layer_norm", OpId::layer_norm, F, kNoCuda, inputs({{{2, 3, 4}, -2, 3}, {{3, 4}, 0.5, 1.5}, {{3, 4}, -1, 1}}),
         run([](const Ins& in) {
           return nnf::layer_norm(in[0], {3, 4}, in[1], in[2], 1e-3);
         }))
-      .magnitude = 2;
+      .with([](const Refs& in, ScalarType) { return ref::layer_norm(in[0], 12, in[1].v, in[2].v, 1e-3); }, in_double);
   b.add("layer_norm/plain", OpId::layer_norm, F, kNoCuda, inputs({{{3, 5}, -2, 2}}),
         run([](const Ins& in) { return nnf::layer_norm(in[0], {5}); }))
-      .magnitude = 2;
+      .with([](const Refs& in, ScalarType) { return ref::layer_norm(in[0], 5, {}, {}, 1e-5); }, in_double);
   b.add("rms_norm", OpId::rms_norm, F, kNoCuda, inputs({{{3, 5}, -2, 2}, {{5}, 0.5, 1.5}}),
         run([](const Ins& in) { return nnf::rms_norm(in[0], {5}, in[1], 1e-4); }))
-      .magnitude = 2;
+      .with([](const Refs& in, ScalarType) { return ref::rms_norm(in[0], 5, in[1].v, 1e-4); }, in_double);
+  // The default eps is the dtype's machine epsilon (torch.finfo(dtype).eps).
   b.add("rms_norm/default_eps", OpId::rms_norm, F, kNoCuda, inputs({{{2, 2, 3}, -4, 4}}), run([](const Ins& in) {
           return nnf::rms_norm(in[0], {2, 3});
         }))
-      .magnitude = 2;
+      .with([](const Refs& in, ScalarType dt) { return ref::rms_norm(in[0], 6, {}, epsilon_of(dt)); }, in_double);
+  // group_norm: layer_norm in float32 (float64), then * w and + b: three roundings at |y w| + |b| <= 5.
   b.add("group_norm", OpId::group_norm, F, kNoCuda, inputs({{{2, 4, 3}, -2, 2}, {{4}, 0.5, 1.5}, {{4}, -1, 1}}),
         run([](const Ins& in) { return nnf::group_norm(in[0], 2, in[1], in[2], 1e-3); }))
-      .magnitude = 2;
+      .with([](const Refs& in, ScalarType) { return ref::group_norm(in[0], 2, in[1].v, in[2].v, 1e-3); }, {0.5, 4, 5});
+  // batch_norm: x - mean, var + eps, rsqrt (two roundings), the product, * w, + b: seven roundings at
+  // |x - mean| rsqrt(var + eps) |w| + |b| <= 2.5 * 1.5 * 1.5 + 1.
+  const Tolerance bn{0.5, 7, 7};
   b.add("batch_norm/eval", OpId::batch_norm, F, kNoCuda,
         inputs({{{3, 4, 2}, -2, 2}, {{4}, -0.5, 0.5}, {{4}, 0.5, 2}, {{4}, 0.5, 1.5}, {{4}, -1, 1}}),
         run([](const Ins& in) { return nnf::batch_norm(in[0], in[1], in[2], in[3], in[4], false); }))
-      .magnitude = 2;
+      .with([](const Refs& in, ScalarType) {
+        return ref::batch_norm(in[0], in[1].v, in[2].v, in[3].v, in[4].v, false, 1e-5);
+      }, bn);
+  // Training: the batch statistics come from mean and var (double, rounded once), then as above.
   b.add("batch_norm/train", OpId::batch_norm, F, kNoCuda, inputs({{{4, 3, 2}, -2, 2}, {{3}, 0.5, 1.5}, {{3}, -1, 1}}),
         run([](const Ins& in) {
           const TensorOptions o{.dtype = in[0].dtype()};
           return nnf::batch_norm(in[0], zeros({3}, o), ones({3}, o), in[1], in[2], true, 0.1, 1e-3);
         }))
-      .magnitude = 2;
+      .with([](const Refs& in, ScalarType) { return ref::batch_norm(in[0], {}, {}, in[1].v, in[2].v, true, 1e-3); },
+            {0.5, 9, 9});
 }
 
 // Every element is 0 or 1 / (1 - p) and about a fraction p is 0 (for an input of ones).
@@ -96,46 +131,63 @@ std::function<void(const Tensor&, ScalarType)> dropout_check(double p) {
       else if (std::abs(x - kept) > 1e-6 * kept)
         throw Error("dropout", "unexpected value " + std::to_string(x));
     }
-    const double frac = static_cast<double>(zeros_seen) / static_cast<double>(v.size());
-    if (std::abs(frac - p) > 0.05) throw Error("dropout", "zero fraction " + std::to_string(frac));
+    // Within 5 standard errors of p: sqrt(p (1 - p) / n).
+    const double n = static_cast<double>(v.size()), frac = static_cast<double>(zeros_seen) / n;
+    if (std::abs(frac - p) > 5 * std::sqrt(p * (1 - p) / n)) throw Error("dropout", "zero fraction " + std::to_string(frac));
   };
 }
 
 void add_dropout_cases(Builder& b) {
   b.add("dropout/eval", OpId::dropout, F, kNoCuda, inputs({{{3, 4}, -2, 2}}),
-        run([](const Ins& in) { return nnf::dropout(in[0], 0.5, false); }));
-  // An input of ones (a constant spec): kept values are exactly 1 / (1 - p) in the dtype.
-  b.add("dropout/train", OpId::dropout, F, kNoCuda, inputs({{{2000}, 1, 1}}),
-        run([](const Ins& in) { return nnf::dropout(in[0], 0.25, true); }))
+        run([](const Ins& in) { return nnf::dropout(in[0], 0.5, false); }))
+      .with([](const Refs& in, ScalarType) { return in[0]; }, kExact);
+  // An input of ones (a constant spec): kept values are exactly 1 / (1 - p) in the dtype. A fixed seed.
+  b.add("dropout/train", OpId::dropout, F, kNoCuda, inputs({{{2000}, 1, 1}}), run([](const Ins& in) {
+          Generator g(1234);
+          return nnf::dropout(in[0], 0.25, true, &g);
+        }))
       .check = dropout_check(0.25);
 }
 
+// Reduction as the reference's enum.
+Reduce as_reduce(Reduction r) { return r == Reduction::None ? Reduce::None : r == Reduction::Mean ? Reduce::Mean : Reduce::Sum; }
+
 void add_class_loss_cases(Builder& b) {
   const Tensor t4 = index_tensor({2, 0, 4, 1}, {4});
+  // log_softmax in float32 (float64), then picked, weighted and summed (sums in double, rounded):
+  // roundings at the size of the log-probabilities, |x - m| + log(C) <= 6 + 2, times the weights.
   b.add("cross_entropy", OpId::cross_entropy, F, kNoCuda, inputs({{{4, 5}, -3, 3}}, {t4}),
         run([](const Ins& in) { return nnf::cross_entropy(in[0], in[1]); }))
-      .magnitude = 2;
+      .with([](const Refs& in, ScalarType) { return ref::cross_entropy(in[0], in[1], {}, -100, Reduce::Mean, 0); },
+            {0.5, 4, 8});
   b.add("cross_entropy/weight_ignore_smoothing", OpId::cross_entropy, F, kNoCuda,
         inputs({{{4, 5}, -3, 3}, {{5}, 0.5, 2}}, {index_tensor({2, -1, 4, 1}, {4}).to(kInt32)}),
         run([](const Ins& in) { return nnf::cross_entropy(in[0], in[2], in[1], -1, Reduction::Mean, 0.2); }))
-      .magnitude = 2;
+      .with([](const Refs& in, ScalarType) { return ref::cross_entropy(in[0], in[2], in[1].v, -1, Reduce::Mean, 0.2); },
+            {0.5, 8, 16});
   b.add("cross_entropy/probs", OpId::cross_entropy, F, kNoCuda, inputs({{{3, 4}, -3, 3}, {{3, 4}, 0, 1}}),
         run([](const Ins& in) { return nnf::cross_entropy(in[0], in[1], {}, -100, Reduction::Sum, 0.1); }))
-      .magnitude = 8;
+      .with([](const Refs& in, ScalarType) { return ref::cross_entropy_probs(in[0], in[1], {}, Reduce::Sum, 0.1); },
+            {0.5, 6, 96});  // 12 terms |t logp| <= 8
   b.add("cross_entropy/spatial_none", OpId::cross_entropy, F, kNoCuda,
         inputs({{{2, 3, 2}, -3, 3}}, {index_tensor({0, 2, 1, 1}, {2, 2})}),
         run([](const Ins& in) { return nnf::cross_entropy(in[0], in[1], {}, -100, Reduction::None); }))
-      .magnitude = 2;
+      .with([](const Refs& in, ScalarType) { return ref::cross_entropy(in[0], in[1], {}, -100, Reduce::None, 0); },
+            {0.5, 4, 8});
   b.add("cross_entropy/unbatched", OpId::cross_entropy, F, kNoCuda,
         inputs({{{5}, -3, 3}}, {index_tensor({3}, {1}).view(Shape{})}),
         run([](const Ins& in) { return nnf::cross_entropy(in[0], in[1]); }))
-      .magnitude = 2;
+      .with([](const Refs& in, ScalarType) { return ref::cross_entropy(in[0], in[1], {}, -100, Reduce::Mean, 0); },
+            {0.5, 4, 8});
+  // -input[t], summed (and divided): exact up to the rounding of a sum of 4 terms <= 3 (weighted: <= 6).
   b.add("nll_loss", OpId::nll_loss, F, kNoCuda, inputs({{{4, 5}, -3, -0.1}}, {t4}),
         run([](const Ins& in) { return nnf::nll_loss(in[0], in[1]); }))
-      .magnitude = 2;
+      .with([](const Refs& in, ScalarType) { return ref::cross_entropy(in[0], in[1], {}, -100, Reduce::Mean, 0, true); },
+            {0.5, 3, 3});
   b.add("nll_loss/weight_sum", OpId::nll_loss, F, kNoCuda, inputs({{{4, 5}, -3, -0.1}, {{5}, 0.5, 2}}, {t4}),
         run([](const Ins& in) { return nnf::nll_loss(in[0], in[2], in[1], 0, Reduction::Sum); }))
-      .magnitude = 8;
+      .with([](const Refs& in, ScalarType) { return ref::cross_entropy(in[0], in[2], in[1].v, 0, Reduce::Sum, 0, true); },
+            {0.5, 5, 24});
 }
 
 void add_pair_loss_cases(Builder& b) {
@@ -143,34 +195,49 @@ void add_pair_loss_cases(Builder& b) {
   const std::pair<Pair, const char*> pairs[] = {{nnf::mse_loss, "mse_loss"}, {nnf::l1_loss, "l1_loss"}};
   for (auto [f, name] : pairs) {
     const OpId op = find_op(name);
+    const std::string kind = std::string(name) == "mse_loss" ? "mse" : "l1";
+    // The difference, its square (or |.|), then a mean of 12 terms <= 36 (l1: <= 6).
+    const double term = kind == "mse" ? 36 : 6;
     b.binary(name, op, F, kNoCuda, -3, 3, -3, 3, [f](const Tensor& x, const Tensor& y) {
        return f(x, y, Reduction::Mean);
-     }).magnitude = 4;
+     }).with([kind](const Refs& in, ScalarType) { return ref::pair_loss(kind, in[0], in[1], Reduce::Mean); },
+             {0.5, 4, term});
     b.binary(std::string(name) + "/none", op, F, kNoCuda, -3, 3, -3, 3, [f](const Tensor& x, const Tensor& y) {
        return f(x, y, Reduction::None);
-     }).magnitude = 4;
+     }).with([kind](const Refs& in, ScalarType) { return ref::pair_loss(kind, in[0], in[1], Reduce::None); },
+             {0.5, 3});
   }
+  // Per element: |d|, d * d * 0.5 / beta or |d| - beta / 2, then the sum of 12 terms <= 4.
   b.binary("smooth_l1_loss", OpId::smooth_l1_loss, F, kNoCuda, -2, 2, -2, 2, [](const Tensor& x, const Tensor& y) {
      return nnf::smooth_l1_loss(x, y, Reduction::Sum, 0.7);
-   }).magnitude = 8;
+   }).with([](const Refs& in, ScalarType) { return ref::pair_loss("smooth_l1", in[0], in[1], Reduce::Sum, 0.7); },
+           {0.5, 6, 48});
   b.binary("huber_loss", OpId::huber_loss, F, kNoCuda, -2, 2, -2, 2, [](const Tensor& x, const Tensor& y) {
      return nnf::huber_loss(x, y, Reduction::None, 1.3);
-   }).magnitude = 2;
+   }).with([](const Refs& in, ScalarType) { return ref::pair_loss("huber", in[0], in[1], Reduce::None, 1.3); },
+           {0.5, 4, 6});  // delta * (|d| - delta / 2) cancels: roundings at delta |d| <= 5.2
+  // Logs clamped at -100 (here >= -3), a weighted mean of 12 terms <= 2 * 3.
   b.add("binary_cross_entropy", OpId::binary_cross_entropy, F, kNoCuda,
         inputs({{{3, 4}, 0.05, 0.95}, {{3, 4}, 0, 1}, {{4}, 0.5, 2}}),
         run([](const Ins& in) { return nnf::binary_cross_entropy(in[0], in[1], in[2]); }))
-      .magnitude = 2;
+      .with([](const Refs& in, ScalarType) { return ref::binary_cross_entropy(in[0], in[1], &in[2], Reduce::Mean); },
+            {0.5, 8, 6});
+  // (1 - y) x + (1 + (pw - 1) y) softplus(-x), times w: the two terms cancel, roundings at
+  // w (|x| + pw softplus(-x)) <= 2 * (4 + 3 * 4.02).
   b.add("binary_cross_entropy_with_logits", OpId::binary_cross_entropy_with_logits, F, kNoCuda,
         inputs({{{3, 4}, -4, 4}, {{3, 4}, 0, 1}, {{4}, 0.5, 2}, {{4}, 0.5, 3}}), run([](const Ins& in) {
           return nnf::binary_cross_entropy_with_logits(in[0], in[1], in[2], in[3], Reduction::None);
         }))
-      .magnitude = 2;
+      .with([](const Refs& in, ScalarType) { return ref::bce_with_logits(in[0], in[1], &in[2], &in[3], Reduce::None); },
+            {0.5, 8, 33});
+  // t (log t - x): a sum of 12 terms <= 1 * (3 + 3).
   b.add("kl_div", OpId::kl_div, F, kNoCuda, inputs({{{3, 4}, -3, -0.1}, {{3, 4}, 0.05, 1}}),
         run([](const Ins& in) { return nnf::kl_div(in[0], in[1], Reduction::Sum); }))
-      .magnitude = 4;
+      .with([](const Refs& in, ScalarType) { return ref::kl_div(in[0], in[1], Reduce::Sum, false); }, {0.5, 6, 72});
+  // exp(t) (t - x): t - x cancels, roundings at |t| + |x| <= 6.
   b.add("kl_div/log_target", OpId::kl_div, F, kNoCuda, inputs({{{3, 4}, -3, -0.1}, {{3, 4}, -3, -0.1}}),
         run([](const Ins& in) { return nnf::kl_div(in[0], in[1], Reduction::None, true); }))
-      .magnitude = 2;
+      .with([](const Refs& in, ScalarType) { return ref::kl_div(in[0], in[1], Reduce::None, true); }, {0.5, 3, 6});
 }
 
 void attention_dropout_check(const Tensor& r, ScalarType) {
@@ -186,60 +253,109 @@ void attention_dropout_check(const Tensor& r, ScalarType) {
 void add_attention_cases(Builder& b) {
   const Spec q{{2, 3, 4}, -1, 1}, k{{2, 5, 4}, -1, 1}, v{{2, 5, 3}, -2, 2};
   const Tensor keep = from_vector(std::vector<uint8_t>{1, 0, 1, 1, 0, 1, 1, 0, 0, 1, 0, 1, 0, 1, 1}, {3, 5}).to(kBool);
+  // The norms (double), two quotients, the products and their sum: roundings at the size 1 of the
+  // normalized terms' sum.
   b.add("cosine_similarity", OpId::cosine_similarity, A, kNoCuda, inputs({{{3, 4}, -3, 3}, {{4}, -3, 3}}),
-        run([](const Ins& in) { return nnf::cosine_similarity(in[0], in[1], 1); }), kFloatPromote);
+        run([](const Ins& in) { return nnf::cosine_similarity(in[0], in[1], 1); }), kFloatPromote)
+      .with([](const Refs& in, ScalarType) { return ref::cosine_similarity(in[0], in[1], 1, 1e-8); }, {0.5, 8, 1});
+  // Scores (4 products <= 1, scaled), softmax, then 5 products with |v| <= 2: roundings at the size 2
+  // of the output's terms, about 12 of them.
+  const Tolerance att{0.5, 12, 2};
+  const double scale = 0.5;  // 1 / sqrt(E), E = 4
   b.add("scaled_dot_product_attention", OpId::scaled_dot_product_attention, F, kNoCuda, inputs({q, k, v}),
         run([](const Ins& in) { return nnf::scaled_dot_product_attention(in[0], in[1], in[2]); }))
-      .magnitude = 2;
+      .with([=](const Refs& in, ScalarType) { return ref::attention(in[0], in[1], in[2], scale, nullptr, nullptr, false); },
+            att);
   b.add("scaled_dot_product_attention/bool_mask", OpId::scaled_dot_product_attention, F, kNoCuda,
         inputs({q, k, v}, {keep}),
         run([](const Ins& in) { return nnf::scaled_dot_product_attention(in[0], in[1], in[2], in[3]); }))
-      .magnitude = 2;
+      .with([=](const Refs& in, ScalarType) { return ref::attention(in[0], in[1], in[2], scale, &in[3], nullptr, false); },
+            att);
   b.add("scaled_dot_product_attention/float_mask_scale", OpId::scaled_dot_product_attention, F, kNoCuda,
         inputs({q, k, v, {{3, 5}, -1, 1}}), run([](const Ins& in) {
           return nnf::scaled_dot_product_attention(in[0], in[1], in[2], in[3], 0.0, false, 0.7);
         }))
-      .magnitude = 2;
+      .with([](const Refs& in, ScalarType) { return ref::attention(in[0], in[1], in[2], 0.7, nullptr, &in[3], false); },
+            att);
   b.add("scaled_dot_product_attention/causal", OpId::scaled_dot_product_attention, F, kNoCuda, inputs({q, k, v}),
         run([](const Ins& in) { return nnf::scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.0, true); }))
-      .magnitude = 2;
+      .with([=](const Refs& in, ScalarType) { return ref::attention(in[0], in[1], in[2], scale, nullptr, nullptr, true); },
+            att);
   // With values of one, an output is the dropped-out probability mass: in [0, 1 / (1 - p)], not all 1.
   b.add("scaled_dot_product_attention/dropout", OpId::scaled_dot_product_attention, F, kNoCuda,
-        inputs({{{4, 6, 4}, -1, 1}, {{4, 6, 4}, -1, 1}, {{4, 6, 1}, 1, 1}}),
-        run([](const Ins& in) { return nnf::scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.5); }))
+        inputs({{{4, 6, 4}, -1, 1}, {{4, 6, 4}, -1, 1}, {{4, 6, 1}, 1, 1}}), run([](const Ins& in) {
+          Generator g(4321);
+          return nnf::scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.5, false, std::nullopt, &g);
+        }))
       .check = attention_dropout_check;
 }
 
 void add_conv_cases(Builder& b) {
+  using ref::ConvGeom;
+  // im2col (exact), a float32 (float64) product over C / groups * K taps with |x| <= 2, |w| <= 1,
+  // then the bias: one rounding per tap at the size of the sum of |products| (2 per tap) + 1.
+  auto conv_tol = [](double taps) { return Tolerance{0.5, taps + 1, 2 * taps + 1}; };
+  // 1-D cases as 2-D ones of height 1.
+  auto as_2d = [](const ref::Ref& r) {
+    ref::Sizes s = r.sizes;
+    s.insert(s.end() - 1, 1);
+    return ref::reshape(r, s);
+  };
+  auto drop_h = [](ref::Ref r) {
+    r.sizes.erase(r.sizes.end() - 2);
+    return r;
+  };
   b.add("conv1d", OpId::conv1d, F, kNoCuda, inputs({{{2, 4, 7}, -2, 2}, {{6, 2, 3}, -1, 1}, {{6}, -1, 1}}),
         run([](const Ins& in) { return nnf::conv1d(in[0], in[1], in[2], 2, 1, 1, 2); }))
-      .magnitude = 4;
+      .with([=](const Refs& in, ScalarType) {
+        return drop_h(ref::conv2d(as_2d(in[0]), as_2d(in[1]), in[2].v, ConvGeom{.sw = 2, .pw = 1, .groups = 2}));
+      }, conv_tol(6));
   b.add("conv1d/dilated_unbatched", OpId::conv1d, F, kNoCuda, inputs({{{3, 8}, -2, 2}, {{2, 3, 2}, -1, 1}}),
         run([](const Ins& in) { return nnf::conv1d(in[0], in[1], {}, 1, 0, 3); }))
-      .magnitude = 4;
+      .with([=](const Refs& in, ScalarType) {
+        const ref::Ref x = ref::unsqueeze(in[0], 0);
+        ref::Ref y = drop_h(ref::conv2d(as_2d(x), as_2d(in[1]), {}, ConvGeom{.dw = 3}));
+        y.sizes.erase(y.sizes.begin());
+        return y;
+      }, conv_tol(6));
   b.add("conv2d", OpId::conv2d, F, kNoCuda, inputs({{{2, 2, 5, 5}, -2, 2}, {{3, 2, 3, 3}, -1, 1}, {{3}, -1, 1}}),
         run([](const Ins& in) {
           return nnf::conv2d(in[0], in[1], in[2], {1, 2}, {1, 0});
         }))
-      .magnitude = 4;
+      .with([](const Refs& in, ScalarType) {
+        return ref::conv2d(in[0], in[1], in[2].v, ConvGeom{.sh = 1, .sw = 2, .ph = 1, .pw = 0});
+      }, conv_tol(18));
   b.add("conv2d/groups_dilation", OpId::conv2d, F, kNoCuda, inputs({{{1, 4, 6, 5}, -2, 2}, {{2, 2, 2, 2}, -1, 1}}),
         run([](const Ins& in) {
           return nnf::conv2d(in[0], in[1], {}, {2, 1}, {1, 1}, {2, 2}, 2);
         }))
-      .magnitude = 4;
+      .with([](const Refs& in, ScalarType) {
+        return ref::conv2d(in[0], in[1], {}, ConvGeom{.sh = 2, .sw = 1, .ph = 1, .pw = 1, .dh = 2, .dw = 2, .groups = 2});
+      }, conv_tol(8));
   b.add("im2col", OpId::im2col, F, kNoCuda, inputs({{{2, 3, 5, 4}, -3, 3}}), run([](const Ins& in) {
           return nnf::im2col(in[0], {2, 3}, {2, 1}, {1, 1}, {1, 2});
-        }));
+        }))
+      .with([](const Refs& in, ScalarType) {
+        return ref::im2col(in[0], 2, 3, ConvGeom{.sh = 2, .sw = 1, .ph = 1, .pw = 1, .dh = 1, .dw = 2});
+      }, kExact);
   b.add("im2col/1d", OpId::im2col, F, kNoCuda, inputs({{{2, 2, 9}, -3, 3}}),
-        run([](const Ins& in) { return nnf::im2col(in[0], {3}, {2}, {1}, {2}); }));
-  // kernel {2, 3}, stride {2, 1}, padding {1, 1}, dilation {1, 2} on 5 x 4: 3 x 2 blocks.
+        run([](const Ins& in) { return nnf::im2col(in[0], {3}, {2}, {1}, {2}); }))
+      .with([=](const Refs& in, ScalarType) { return ref::im2col(as_2d(in[0]), 1, 3, ConvGeom{.sw = 2, .pw = 1, .dw = 2}); },
+            kExact);
+  // kernel {2, 3}, stride {2, 1}, padding {1, 1}, dilation {1, 2} on 5 x 4: 3 x 2 blocks. Overlaps are
+  // summed in double and rounded once (at most 6 terms <= 3).
+  const Tolerance overlap{0.5, 6, 18, kFloat64};
   b.add("col2im", OpId::col2im, F, kNoCuda, inputs({{{2, 12, 6}, -3, 3}}), run([](const Ins& in) {
           return nnf::col2im(in[0], {5, 4}, {2, 3}, {2, 1}, {1, 1}, {1, 2});
         }))
-      .magnitude = 3;
+      .with([](const Refs& in, ScalarType) {
+        return ref::col2im(in[0], 5, 4, 2, 3, ConvGeom{.sh = 2, .sw = 1, .ph = 1, .pw = 1, .dh = 1, .dw = 2});
+      }, overlap);
   b.add("col2im/1d", OpId::col2im, F, kNoCuda, inputs({{{1, 6, 4}, -3, 3}}),
         run([](const Ins& in) { return nnf::col2im(in[0], {7}, {3}, {2}, {1}, {1}); }))
-      .magnitude = 3;
+      .with([=](const Refs& in, ScalarType) {
+        return drop_h(ref::col2im(in[0], 1, 7, 1, 3, ConvGeom{.sw = 2, .pw = 1}));
+      }, overlap);
 }
 
 }  // namespace

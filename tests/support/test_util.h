@@ -47,6 +47,17 @@ inline bool close(double got, double want, Tol tol) {
 // Options with just a dtype.
 inline TensorOptions of(ScalarType dtype) { return {.dtype = dtype}; }
 
+// True when a and b hold the same values with the same signs of zero (NaN matches NaN): use it
+// instead of == wherever a -0.0 is expected, since -0.0 == 0.0.
+inline bool same_values(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const bool same = std::isnan(a[i]) ? std::isnan(b[i]) : a[i] == b[i] && std::signbit(a[i]) == std::signbit(b[i]);
+    if (!same) return false;
+  }
+  return true;
+}
+
 // A tensor of `dt` holding `v` (1-D unless a shape is given).
 inline Tensor make(const std::vector<double>& v, ScalarType dt, const Shape& shape = {}) {
   return from_vector(v, shape.empty() ? Shape{static_cast<int64_t>(v.size())} : shape).to(dt);
