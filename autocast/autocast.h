@@ -17,10 +17,13 @@ namespace mixt::autocast {
 
 // The seed's autocast options.
 struct Options {
-  DeviceType device = DeviceType::CUDA;
+  DeviceType device = DeviceType::CUDA;      // whose casting policy (table) applies
   ScalarType dtype = ScalarType::Undefined;  // Undefined: the device's current autocast dtype
   bool enabled = true;                       // false: autocast off inside, call site kept
   std::optional<bool> cache = std::nullopt;  // unset: inherit the thread's cache flag
+  // Rehearsal: apply `device`'s policy to the tensors of this device instead (CUDA's
+  // rules on CPU or meta tensors, in CPU-only CI). Note [Policy rehearsal].
+  std::optional<Device> rehearse_on = std::nullopt;
 };
 
 // Enables (or disables) autocast for one device for its lifetime; nesting

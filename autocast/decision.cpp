@@ -2,87 +2,60 @@
 // See Note [Autocast decisions].
 #include <mixt/autocast/decision.h>
 
-#include <mutex>
-#include <unordered_map>
-
 #include <fmt/format.h>
 
+#include <mixt/dispatcher/dispatch.h>
 #include <mixt/runtime/check.h>
+#include <mixt/runtime/ops.h>
 
 namespace mixt::autocast {
 namespace {
-
-std::mutex g_fn_mutex;
-std::unordered_map<int, OutputDtypeFn>& output_fns() {
-  static std::unordered_map<int, OutputDtypeFn> m;
-  return m;
-}
 
 bool eligible(const InputInfo& in, DeviceType device) {
   return in.defined && is_floating(in.dtype) && in.dtype != kFloat64 && in.device == device;
 }
 
-// Ops whose output is bool or int64 whatever their inputs (for the prediction).
-ScalarType fixed_output_dtype(OpId op) {
-  switch (op) {
-    case OpId::eq: case OpId::ne: case OpId::lt: case OpId::le: case OpId::gt: case OpId::ge:
-    case OpId::logical_and: case OpId::logical_or: case OpId::logical_xor: case OpId::logical_not:
-    case OpId::isfinite: case OpId::isnan: case OpId::isinf: case OpId::all: case OpId::any:
-      return kBool;
-    case OpId::argmax: case OpId::argmin:
-      return kInt64;
-    default:
-      return ScalarType::Undefined;
+// A meta tensor (or, for a Scalar operand, a CPU wrapped number) standing for one input.
+Tensor stand_in(const InputInfo& in) {
+  if (!in.defined) return Tensor();
+  if (in.kind == OperandKind::WrappedScalar) {
+    Tensor t = scalar_tensor(0, {.dtype = in.dtype, .device = Device::cpu()});
+    t.impl()->wrapped_number = true;
+    return t;
   }
+  Tensor t = empty(in.sizes, {.dtype = in.dtype, .device = Device::meta()});
+  t.impl()->autocast_sensitive = in.sensitive;
+  return t;
 }
 
-// Ops whose dtype attribute sets their output dtype.
-bool dtype_attr_is_output(OpId op) {
-  switch (op) {
-    case OpId::sum: case OpId::mean: case OpId::prod: case OpId::norm: case OpId::cumsum: case OpId::cumprod:
-    case OpId::softmax: case OpId::log_softmax: case OpId::mm: case OpId::bmm: case OpId::addmm:
-    case OpId::baddbmm: case OpId::matmul: case OpId::linear: case OpId::to:
-      return true;
-    default:
-      return false;
-  }
-}
-
+// Note [Predicted output dtypes]: the op itself runs on meta tensors of the inputs'
+// shapes and dtypes, under `st` with `device`'s policy rehearsed on meta — the same
+// decision, the op's meta rule (or its composite, whose inner ops autocast decides
+// again), no data. So the prediction never keeps op lists of its own.
 ScalarType predict_output(DeviceType device, OpId op, std::span<const InputInfo> inputs,
-                          std::span<const InputInfo> list, const Decision& d, const Attrs& attrs, const State& st) {
-  std::vector<ScalarType> dts;
-  ResultTypeState promoted;
-  auto add = [&](const InputInfo& in, ScalarType cast) {
-    const ScalarType t = cast != ScalarType::Undefined ? cast : in.dtype;
-    dts.push_back(t);
-    update_result_type(promoted, t, in.kind);
-  };
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].defined) add(inputs[i], d.cast_to[i]);
-  for (size_t i = 0; i < list.size(); ++i) add(list[i], d.list_cast_to[i]);
-  {
-    std::lock_guard lock(g_fn_mutex);
-    auto it = output_fns().find(static_cast<int>(op));
-    if (it != output_fns().end()) return it->second(dts, attrs);
-  }
-  if (const ScalarType fixed = fixed_output_dtype(op); fixed != ScalarType::Undefined) return fixed;
-  const ScalarType attr = d.set_dtype != ScalarType::Undefined ? d.set_dtype : attrs.dtype;
-  if (attr != ScalarType::Undefined && dtype_attr_is_output(op)) return attr;
-  if (dts.empty()) return ScalarType::Undefined;
-  if (op == OpId::embedding || op == OpId::index_select || op == OpId::gather || op == OpId::scatter ||
-      op == OpId::scatter_add || op == OpId::masked_fill)
-    return dts[0];
-  if (op == OpId::where) return promote_types_or_undefined(dts[1], dts[2]);
-  // An op whose decomposition autocast sees (Note [Autocast kernel]): cross_entropy's
-  // log_softmax and nll_loss both produce float32 under CUDA autocast.
-  if (decomposes_under_autocast(op) && d.rule == Rule::PassThrough && st.enabled[static_cast<size_t>(device)] &&
-      !inputs.empty() && eligible(inputs[0], device) && device == DeviceType::CUDA)
-    return kFloat32;
+                          std::span<const InputInfo> list, const Attrs& attrs, const State& st) {
+  OpCall c(op);
+  if (&attrs.schema() == &c.attrs.schema()) c.attrs = attrs;  // else: the op's defaults
+  c.attrs.dtype = attrs.dtype;
+  c.attrs.device = Device::meta();
+  c.attrs.generator = nullptr;
+  std::vector<Tensor> list_tensors;
   try {
-    return result_type(promoted);
+    for (const InputInfo& in : inputs) c.push(stand_in(in));
+    for (const InputInfo& in : list) list_tensors.push_back(stand_in(in));
+    c.list = list_tensors;
+    State rehearsed = st;
+    const auto m = static_cast<size_t>(DeviceType::Meta), d = static_cast<size_t>(device);
+    rehearsed.enabled[m] = st.enabled[d];
+    rehearsed.dtype[m] = st.dtype[d];
+    rehearsed.table[m] = device;
+    detail::StateSwap swap(rehearsed);
+    if (op_entry(op).has(op_flags::Inplace)) c.out[0] = c.in[0];
+    dispatch(c);
   } catch (const Error&) {
-    return ScalarType::Undefined;
+    return ScalarType::Undefined;  // the call itself raises; decide() predicts nothing
   }
+  return c.out[0].defined() ? c.out[0].dtype() : ScalarType::Undefined;
 }
 
 // Widest eligible dtype for `promote`: lower unless any is float32; mixing two
@@ -115,6 +88,7 @@ InputInfo InputInfo::of(const Tensor& t) {
   i.defined = true;
   i.dtype = t.dtype();
   i.device = t.device().type();
+  i.sizes = t.sizes();
   i.sensitive = t.impl()->autocast_sensitive;
   i.kind = t.impl()->wrapped_number ? OperandKind::WrappedScalar : t.dim() == 0 ? OperandKind::ZeroDim : OperandKind::Dim;
   return i;
@@ -205,17 +179,19 @@ Decision decide(DeviceType device, OpId op, std::span<const InputInfo> inputs, s
       case Policy::DisabledInside: break;
     }
   }
-  if (predict && d.error.empty()) d.output_dtype = predict_output(device, op, inputs, list, d, attrs, st);
+  if (predict && d.error.empty()) d.output_dtype = predict_output(device, op, inputs, list, attrs, st);
   return d;
 }
 
-Decision decide(DeviceType device, OpId op, std::initializer_list<ScalarType> input_dtypes, const Attrs& attrs,
+Decision decide(DeviceType device, OpId op, std::initializer_list<TypedInput> inputs, const Attrs& attrs,
                 const State& st) {
   std::vector<InputInfo> infos;
-  for (ScalarType t : input_dtypes) {
+  for (const TypedInput& t : inputs) {
     InputInfo i;
-    i.defined = t != ScalarType::Undefined;
-    i.dtype = t;
+    i.defined = t.dtype != ScalarType::Undefined;
+    i.dtype = t.dtype;
+    i.sizes = t.sizes;
+    i.kind = t.sizes.empty() ? OperandKind::ZeroDim : OperandKind::Dim;
     i.device = device;
     infos.push_back(i);
   }
@@ -223,9 +199,5 @@ Decision decide(DeviceType device, OpId op, std::initializer_list<ScalarType> in
   return decide(device, op, infos, {}, attrs, st);
 }
 
-void register_output_dtype(OpId op, OutputDtypeFn fn) {
-  std::lock_guard lock(g_fn_mutex);
-  output_fns()[static_cast<int>(op)] = std::move(fn);
-}
 
 }  // namespace mixt::autocast

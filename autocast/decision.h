@@ -19,6 +19,7 @@ namespace mixt::autocast {
 struct InputInfo {
   bool defined = false;
   ScalarType dtype = ScalarType::Undefined;
+  Shape sizes;  // for the output-dtype prediction (the op runs on meta tensors of these sizes)
   DeviceType device = DeviceType::CPU;
   bool sensitive = false;        // marked with mark_sensitive
   OperandKind kind = OperandKind::Dim;  // how it counts in type promotion
@@ -41,16 +42,20 @@ struct Decision {
 };
 
 // The decision for `op` on `device` with these inputs and attributes under `st`.
-// `predict`: also fill output_dtype (the kernel skips it unless explain records).
+// `predict`: also fill output_dtype, by running the op on meta tensors of the inputs'
+// shapes (Note [Predicted output dtypes]; the kernel asks only while explain records).
 Decision decide(DeviceType device, OpId op, std::span<const InputInfo> inputs, std::span<const InputInfo> list,
                 const Attrs& attrs, const State& st, bool predict = true);
-// Convenience: the decision for plain input dtypes (all on `device`, none a parameter).
-Decision decide(DeviceType device, OpId op, std::initializer_list<ScalarType> input_dtypes,
-                const Attrs& attrs, const State& st);
 
-// A custom op's output-dtype function (like torch.library's register_fake for
-// dtypes): given the (cast) input dtypes and attributes, the dtype of output 0.
-using OutputDtypeFn = std::function<ScalarType(std::span<const ScalarType> inputs, const Attrs& attrs)>;
-void register_output_dtype(OpId op, OutputDtypeFn fn);
+// One input of the convenience decide(): a dtype and, for the prediction, a shape
+// (none: a 0-dim tensor).
+struct TypedInput {
+  TypedInput(ScalarType dtype, Shape sizes = {}) : dtype(dtype), sizes(sizes) {}
+  ScalarType dtype;
+  Shape sizes;
+};
+// Convenience: the decision for plain inputs (all on `device`, none a parameter).
+Decision decide(DeviceType device, OpId op, std::initializer_list<TypedInput> inputs, const Attrs& attrs,
+                const State& st);
 
 }  // namespace mixt::autocast

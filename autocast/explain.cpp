@@ -22,6 +22,11 @@ std::string dtype_list(const std::vector<ScalarType>& v) {
 
 namespace detail {
 Explain* active_explain() { return t_active; }
+Explain* swap_active_explain(Explain* e) {
+  Explain* previous = t_active;
+  t_active = e;
+  return previous;
+}
 }  // namespace detail
 
 Explain::Explain() : previous_(t_active), saved_excluded_(tls_dispatch_keys.excluded) {
@@ -108,7 +113,7 @@ int64_t Explain::bytes_cast() const {
 }
 
 std::string Explain::table() const {
-  std::string out = fmt::format("{:<34} {:<5} {:<15} {:<14} {:<28} {:<14} {}\n", "op", "dev", "rule", "policy",
+  std::string out = fmt::format("{:<34} {:<10} {:<15} {:<14} {:<28} {:<14} {}\n", "op", "dev", "rule", "policy",
                                 "inputs", "outputs", "casts");
   for (const ExplainRecord& r : records_) {
     std::string casts;
@@ -118,9 +123,13 @@ std::string Explain::table() const {
                                                                    : fmt::format(" ({} B)", c.bytes));
     if (r.set_dtype != ScalarType::Undefined) casts += fmt::format("dtype={} ", dtype_name(r.set_dtype));
     if (!r.error.empty()) casts += "ERROR: " + r.error;
-    out += fmt::format("{:<34} {:<5} {:<15} {:<14} {:<28} {:<14} {}\n",
-                       std::string(static_cast<size_t>(2 * r.depth), ' ') + r.op, device_type_name(r.device),
-                       rule_name(r.rule), policy_name(r.policy), dtype_list(r.inputs), dtype_list(r.outputs), casts);
+    // A rehearsed policy shows as "cpu<cuda": cpu tensors under CUDA's rules.
+    const std::string dev = r.policy_device == r.device ? std::string(device_type_name(r.device))
+                                                         : fmt::format("{}<{}", device_type_name(r.device),
+                                                                       device_type_name(r.policy_device));
+    out += fmt::format("{:<34} {:<10} {:<15} {:<14} {:<28} {:<14} {}\n",
+                       std::string(static_cast<size_t>(2 * r.depth), ' ') + r.op, dev, rule_name(r.rule),
+                       policy_name(r.policy), dtype_list(r.inputs), dtype_list(r.outputs), casts);
   }
   out += fmt::format("{} ops, {} casts ({} cache hits), {} bytes cast\n", records_.size(), casts(), cache_hits(),
                      bytes_cast());
@@ -137,7 +146,8 @@ std::string Explain::json() const {
     nlohmann::json in = nlohmann::json::array(), out = nlohmann::json::array();
     for (ScalarType t : r.inputs) in.push_back(dtype_name(t));
     for (ScalarType t : r.outputs) out.push_back(dtype_name(t));
-    nlohmann::json rec = {{"op", r.op},       {"device", device_type_name(r.device)}, {"rule", rule_name(r.rule)},
+    nlohmann::json rec = {{"op", r.op},       {"device", device_type_name(r.device)},
+                          {"policy_device", device_type_name(r.policy_device)}, {"rule", rule_name(r.rule)},
                           {"policy", policy_name(r.policy)}, {"inputs", in}, {"outputs", out},
                           {"casts", casts},   {"depth", r.depth}};
     if (r.set_dtype != ScalarType::Undefined) rec["set_dtype"] = dtype_name(r.set_dtype);

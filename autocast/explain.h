@@ -20,7 +20,8 @@ struct CastRecord {
 
 struct ExplainRecord {
   std::string op;
-  DeviceType device = DeviceType::CPU;
+  DeviceType device = DeviceType::CPU;         // the tensors' device
+  DeviceType policy_device = DeviceType::CPU;  // whose policy applied (another device when rehearsed)
   Rule rule = Rule::PassThrough;
   Policy policy = Policy::PassThrough;
   std::vector<ScalarType> inputs;

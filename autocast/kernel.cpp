@@ -27,27 +27,44 @@ void pass_through(OpCall& c, DispatchKeySet keys) {
   redispatch(c, keys, key);
 }
 
+// The kernel of the autocast key of device D. Tensors of D follow the policy table of
+// device P = state().table[D]: D's own, or the one a guard rehearses on D (Note [Policy
+// rehearsal]); decisions are then made as if D's tensors lived on P.
 template <DeviceType D>
 void autocast_kernel(OpCall& c, DispatchKeySet keys) {
   constexpr DispatchKey key = autocast_key(D);
-  const State& st = state();
+  const State& own = state();
+  const DeviceType P = own.table[static_cast<size_t>(D)];
   Explain* ex = detail::active_explain();
   // Fast path: no scope open, and autocast off for this device or nothing listed for the op.
-  if (!ex && st.depth == 0 && (!st.enabled[static_cast<size_t>(D)] || policy_of(D, c.op) == Policy::PassThrough)) {
+  if (!ex && own.depth == 0 && (!own.enabled[static_cast<size_t>(D)] || policy_of(P, c.op) == Policy::PassThrough)) {
     pass_through<D>(c, keys);
     return;
   }
+  State rehearsed;  // the state as P's policy sees it: D's flag and dtype in P's slot
+  if (P != D) {
+    rehearsed = own;
+    rehearsed.enabled[static_cast<size_t>(P)] = own.enabled[static_cast<size_t>(D)];
+    rehearsed.dtype[static_cast<size_t>(P)] = own.dtype[static_cast<size_t>(D)];
+  }
+  const State& st = P == D ? own : rehearsed;
+  auto info = [&](const Tensor& t) {
+    InputInfo i = InputInfo::of(t);
+    if (i.device == D) i.device = P;
+    return i;
+  };
   InputInfo infos[kMaxInputs];
-  for (int i = 0; i < c.n_in; ++i) infos[i] = InputInfo::of(c.in[i]);
+  for (int i = 0; i < c.n_in; ++i) infos[i] = info(c.in[i]);
   std::vector<InputInfo> list_infos;
-  for (const Tensor& t : c.list) list_infos.push_back(InputInfo::of(t));
-  const Decision d = decide(D, c.op, {infos, static_cast<size_t>(c.n_in)}, list_infos, c.attrs, st, ex != nullptr);
+  for (const Tensor& t : c.list) list_infos.push_back(info(t));
+  const Decision d = decide(P, c.op, {infos, static_cast<size_t>(c.n_in)}, list_infos, c.attrs, st, ex != nullptr);
 
   size_t record = 0;
   if (ex) {
     ExplainRecord r;
     r.op = std::string(op_name(c.op));
     r.device = D;
+    r.policy_device = P;
     r.rule = d.rule;
     r.policy = d.policy;
     for (int i = 0; i < c.n_in; ++i)
@@ -85,7 +102,7 @@ void autocast_kernel(OpCall& c, DispatchKeySet keys) {
     finish();
     return;
   }
-  const ScalarType lower = st.dtype[static_cast<size_t>(D)];
+  const ScalarType lower = st.dtype[static_cast<size_t>(P)];
   ExcludeKeysGuard casting(key);  // the casts themselves are not autocast
   auto cast = [&](const Tensor& t, ScalarType to, int index) {
     bool hit = false;
@@ -115,6 +132,7 @@ void autocast_kernel(OpCall& c, DispatchKeySet keys) {
 void register_autocast_kernels() {
   register_fallback(DispatchKey::AutocastCPU, autocast_kernel<DeviceType::CPU>);
   register_fallback(DispatchKey::AutocastCUDA, autocast_kernel<DeviceType::CUDA>);
+  register_fallback(DispatchKey::AutocastMeta, autocast_kernel<DeviceType::Meta>);
 }
 
 }  // namespace mixt::autocast

@@ -2,6 +2,7 @@
 // they keep in step. See Note [Autocast state].
 #include <mixt/autocast/autocast.h>
 #include <mixt/autocast/cast_cache.h>
+#include <mixt/autocast/explain.h>
 #include <mixt/runtime/check.h>
 #include <mixt/runtime/ops.h>
 
@@ -62,10 +63,16 @@ ScopeRestoreGuard::~ScopeRestoreGuard() {
 }
 
 Guard::Guard(Options o) : saved_(t_state), saved_excluded_(tls_dispatch_keys.excluded) {
-  const auto d = static_cast<size_t>(o.device);
+  MIXT_CHECK(o.device != DeviceType::Meta, "autocast::Guard",
+             "meta has no casting policy of its own: rehearse a device's policy on it "
+             "({{.device = DeviceType::CUDA, .rehearse_on = Device::meta()}})");
+  const DeviceType on = o.rehearse_on ? o.rehearse_on->type() : o.device;
+  const auto d = static_cast<size_t>(on);
   if (o.dtype != ScalarType::Undefined) check_low_dtype(o.dtype, "autocast::Guard");
   t_state.enabled[d] = o.enabled;
-  if (o.dtype != ScalarType::Undefined) t_state.dtype[d] = o.dtype;
+  t_state.table[d] = o.device;
+  // The policy's dtype: given, else the current dtype of the device whose policy it is.
+  t_state.dtype[d] = o.dtype != ScalarType::Undefined ? o.dtype : t_state.dtype[static_cast<size_t>(o.device)];
   ++t_state.nesting;
   if (o.cache) t_state.cache_enabled = *o.cache;
   sync_keys();
@@ -121,6 +128,25 @@ namespace detail {
 void add_observer(int delta) {
   t_observers += delta;
   sync_keys();
+}
+
+Explain* swap_active_explain(Explain* e);  // explain.cpp
+
+StateSwap::StateSwap(const State& st)
+    : saved_(t_state),
+      saved_observers_(t_observers),
+      saved_explain_(swap_active_explain(nullptr)),
+      saved_excluded_(tls_dispatch_keys.excluded) {
+  t_state = st;
+  t_observers = 0;
+  sync_keys();
+}
+
+StateSwap::~StateSwap() {
+  t_state = saved_;
+  t_observers = saved_observers_;
+  swap_active_explain(static_cast<Explain*>(saved_explain_));
+  tls_dispatch_keys.excluded = saved_excluded_;
 }
 
 ScalarType outer_dtype() {

@@ -28,7 +28,10 @@ constexpr int kMaxScopeDepth = 16;
 
 struct State {
   std::array<bool, kNumDeviceTypes> enabled{};                     // autocast on, per device
-  std::array<ScalarType, kNumDeviceTypes> dtype{kBFloat16, kFloat16};  // CPU bf16, CUDA fp16
+  std::array<ScalarType, kNumDeviceTypes> dtype{kBFloat16, kFloat16, kFloat16};  // CPU bf16, CUDA fp16, meta
+  // Whose policy table the tensors of each device follow: their own, or the device a
+  // guard rehearses on them (Note [Policy rehearsal]).
+  std::array<DeviceType, kNumDeviceTypes> table{DeviceType::CPU, DeviceType::CUDA, DeviceType::Meta};
   bool cache_enabled = true;
   int nesting = 0;  // autocast guards entered and not left (any device, enabled or not)
   std::array<Scope, kMaxScopeDepth> scopes{};
@@ -48,7 +51,12 @@ struct ScopeSnapshot {
 const State& state();
 // The autocast dispatch key of a device type.
 constexpr DispatchKey autocast_key(DeviceType d) {
-  return d == DeviceType::CPU ? DispatchKey::AutocastCPU : DispatchKey::AutocastCUDA;
+  switch (d) {
+    case DeviceType::CPU: return DispatchKey::AutocastCPU;
+    case DeviceType::CUDA: return DispatchKey::AutocastCUDA;
+    case DeviceType::Meta: return DispatchKey::AutocastMeta;
+  }
+  return DispatchKey::AutocastCPU;
 }
 // True when autocast is enabled for `device` on this thread.
 bool is_enabled(DeviceType device);
@@ -72,6 +80,23 @@ class ScopeRestoreGuard {
 namespace detail {
 // Observers (explain) keep the autocast keys live so every op is seen.
 void add_observer(int delta);
+
+// Installs `st` as this thread's whole state, with no explain recorder or observer
+// active, until it dies; everything comes back after, also on exceptions. How decide()
+// predicts an output dtype: the op runs on meta tensors under `st` (Note [Meta functions]).
+class StateSwap {
+ public:
+  explicit StateSwap(const State& st);
+  ~StateSwap();
+  StateSwap(const StateSwap&) = delete;
+  StateSwap& operator=(const StateSwap&) = delete;
+
+ private:
+  State saved_;
+  int saved_observers_;
+  void* saved_explain_;
+  DispatchKeySet saved_excluded_;
+};
 }  // namespace detail
 
 }  // namespace mixt::autocast

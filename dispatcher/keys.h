@@ -11,12 +11,14 @@ namespace mixt {
 enum class DispatchKey : uint8_t {
   CPU = 0,
   CUDA = 1,
-  // 2..7: further backends
+  Meta = 2,  // shapes and dtypes only (Note [Meta device])
+  // 3..7: further backends
   Autograd = 8,
   // 9..11: layers between autograd and autocast (e.g. tracing)
   AutocastCPU = 12,
   AutocastCUDA = 13,
-  // 14..15: reserved
+  AutocastMeta = 14,  // autocast on meta tensors: a device's table rehearsed there (Note [Policy rehearsal])
+  // 15: reserved
 };
 constexpr int kNumDispatchKeys = 16;
 constexpr int kNumBackendKeys = 8;
@@ -53,7 +55,8 @@ class DispatchKeySet {
 };
 
 // The autocast keys, which start excluded in every thread.
-constexpr DispatchKeySet kAutocastKeys =
-    DispatchKeySet(DispatchKey::AutocastCPU) | DispatchKeySet(DispatchKey::AutocastCUDA);
+constexpr DispatchKeySet kAutocastKeys = DispatchKeySet(DispatchKey::AutocastCPU) |
+                                         DispatchKeySet(DispatchKey::AutocastCUDA) |
+                                         DispatchKeySet(DispatchKey::AutocastMeta);
 
 }  // namespace mixt

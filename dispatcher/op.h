@@ -18,6 +18,16 @@ struct OpCall;
 // the call was routed with (used to redispatch below the current key).
 using KernelFn = void (*)(OpCall& call, DispatchKeySet keys);
 
+// The shape and dtype of one output of a call, as its meta function gives them.
+struct OutputMeta {
+  Shape sizes;
+  ScalarType dtype = ScalarType::Undefined;
+};
+// A meta function: validates a call's inputs and attributes (raising mixt::Error as the
+// kernels do) and fills `outputs[i]` for each output, reading no data. See Note [Meta
+// functions].
+using MetaFn = void (*)(const OpCall& call, OutputMeta* outputs);
+
 namespace op_flags {
 enum : uint32_t {
   None = 0,
@@ -25,7 +35,7 @@ enum : uint32_t {
   Inplace = 1u << 1,     // writes in[0]; out[0] is in[0]
   View = 1u << 2,        // out[0] shares in[0]'s storage
   List = 1u << 3,        // takes a tensor list (OpCall::list)
-  Composite = 1u << 4,   // one kernel for every backend, written in terms of other ops
+  Composite = 1u << 4,   // has a composite implementation (in other ops) for backends without a kernel
   Factory = 1u << 5,     // no tensor inputs: keys come from Attrs::device
   DeviceAttr = 1u << 6,  // dispatches on Attrs::device as well as the inputs
   Random = 1u << 7,      // draws from a Generator
@@ -38,7 +48,7 @@ enum : uint32_t {
 // kNumBuiltinOps.
 enum class OpId : uint16_t {
 #define MIXT_ATTRS(Name, seq)
-#define MIXT_OP(name, min_in, max_in, n_out, flags, attr_struct) name,
+#define MIXT_OP(name, min_in, max_in, n_out, flags, attr_struct, meta_rule) name,
 #include <mixt/dispatcher/op_table.def>
 #undef MIXT_OP
 #undef MIXT_ATTRS
@@ -56,19 +66,31 @@ struct OpSchema {
   uint32_t flags = op_flags::None;
   // The op's named attributes (an attribute struct's schema: T::kSchema).
   const AttrSchema* attrs = &attrs::NoAttrs::kSchema;
+  // How the outputs' shapes and dtypes follow from the inputs (nullptr: the op's
+  // kernels are its only description).
+  MetaFn meta = nullptr;
 };
 
-// A registered op: its schema and its kernel per dispatch key.
+// A registered op: its schema, what was registered for it, and the kernel each
+// dispatch key resolves to. See Note [Composite and backend kernels].
 struct OpEntry {
   OpSchema schema;
-  KernelFn kernels[kNumDispatchKeys] = {};
-  DispatchKeySet mask;  // keys that have a kernel (the others fall through)
+  KernelFn kernels[kNumDispatchKeys] = {};  // resolved: what dispatch() calls
+  DispatchKeySet mask;                      // keys that have a kernel (the others fall through)
+  KernelFn bound[kNumDispatchKeys] = {};    // kernels registered per key (backends: their own)
+  KernelFn composite = nullptr;             // the op in other ops: every backend without its own kernel
   bool has(uint32_t flag) const { return (schema.flags & flag) != 0; }
+  // True when backend `k` runs the composite implementation (it has no kernel of its own).
+  bool runs_composite(DispatchKey k) const { return composite != nullptr && bound[static_cast<int>(k)] == nullptr; }
 };
 
 namespace detail {
 extern OpEntry g_ops[kMaxOps];
+// Registers every built-in kernel once (under the registry's once-flag).
 void ensure_kernels_registered();
+// Binds the kernels of every backend and layer: defined by the library (runtime/init.cpp),
+// which composes the layers; the dispatcher knows none of them.
+void register_builtin_kernels();
 extern std::atomic<bool> g_kernels_registered;  // set (release) once every built-in kernel is bound
 }  // namespace detail
 
@@ -94,11 +116,19 @@ OpId register_op(const OpSchema& schema);
 // Binds `fn` as op `id`'s kernel for `key` (replacing any earlier one). Bind an op's kernels
 // before other threads call it (Note [Registration and dispatch across threads]).
 void register_kernel(OpId id, DispatchKey key, KernelFn fn);
-// Binds `fn` for every backend key (CPU and CUDA): views and composite ops.
+// Binds `fn` for every backend key (CPU, CUDA, meta): kernels that only compute
+// geometry or call other ops (views, `to`, `cat`), so they serve every device.
 void register_backend_kernel(OpId id, KernelFn fn);
+// Binds the composite implementation of op `id`: written in other ops' front ends,
+// it runs on every backend without a kernel of its own, and is differentiated through
+// its decomposition. A backend kernel (with a derivative) wins where one exists.
+void register_composite(OpId id, KernelFn fn);
 // Binds `fn` as the kernel of `key` for every op that has none for it, now and for
 // ops registered later (a layer such as autocast that handles every op generically).
 void register_fallback(DispatchKey key, KernelFn fn);
+// Registers every built-in op's kernels (backends, autograd, autocast). Done on an op's
+// first use; an application may call it first, e.g. before starting threads.
+void init();
 // Registers the CPU kernels of the built-in ops (done on first use).
 void register_cpu_kernels();
 // Registers the CUDA kernels of the built-in ops (a no-op without CUDA).

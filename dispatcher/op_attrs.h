@@ -10,7 +10,7 @@
 
 namespace mixt::attrs {
 #define MIXT_ATTRS(Name, seq) MIXT_ATTRS_STRUCT(Name, seq)
-#define MIXT_OP(name, min_in, max_in, n_out, flags, attr_struct)
+#define MIXT_OP(name, min_in, max_in, n_out, flags, attr_struct, meta_rule)
 #include <mixt/dispatcher/op_table.def>
 #undef MIXT_OP
 #undef MIXT_ATTRS

@@ -5,8 +5,7 @@
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_attrs.h>
-#include <mixt/autocast/autocast.h>
-#include <mixt/runtime/autograd/autograd.h>
+#include <mixt/kernels/meta/rules.h>
 #include <mixt/runtime/check.h>
 #include <mixt/runtime/cuda.h>
 
@@ -19,8 +18,8 @@ using namespace op_flags;
 namespace {
 constexpr OpSchema kBuiltinSchemas[] = {
 #define MIXT_ATTRS(Name, seq)
-#define MIXT_OP(name, min_in, max_in, n_out, flags, attr_struct) \
-  OpSchema{#name, min_in, max_in, n_out, flags, &::mixt::attrs::attr_struct::kSchema},
+#define MIXT_OP(name, min_in, max_in, n_out, flags, attr_struct, meta_rule) \
+  OpSchema{#name, min_in, max_in, n_out, flags, &::mixt::attrs::attr_struct::kSchema, &::mixt::meta::meta_rule},
 #include <mixt/dispatcher/op_table.def>
 #undef MIXT_OP
 #undef MIXT_ATTRS
@@ -50,11 +49,7 @@ void ensure_kernels_registered() {
   std::call_once(g_register_once, [] {
     init_builtin_schemas();
     t_registering_builtins = true;
-    register_common_kernels();
-    register_cpu_kernels();
-    register_cuda_kernels();
-    autograd::register_autograd_kernels();
-    autocast::register_autocast_kernels();
+    register_builtin_kernels();  // the library's composition root (runtime/init.cpp)
     t_registering_builtins = false;
     g_kernels_registered.store(true, std::memory_order_release);
   });
@@ -154,6 +149,10 @@ OpId find_op(std::string_view name) {
   return static_cast<OpId>(i);
 }
 
+namespace detail {
+void resolve(OpEntry& e);
+}  // namespace detail
+
 OpId register_op(const OpSchema& schema) {
   detail::ensure_kernels_registered();
   MIXT_CHECK(!schema.name.empty(), "register_op", "an op needs a name");
@@ -176,23 +175,47 @@ OpId register_op(const OpSchema& schema) {
   e.schema = schema;
   e.schema.name = *names.back();
   e.schema.flags |= op_flags::Custom;
-  for (int k = 0; k < kNumDispatchKeys; ++k)
-    if (detail::g_fallbacks[k]) {
-      e.kernels[k] = detail::g_fallbacks[k];
-      e.mask = e.mask | static_cast<DispatchKey>(k);
-    }
+  detail::resolve(e);
   return static_cast<OpId>(detail::g_num_ops++);
 }
 
-void register_kernel(OpId id, DispatchKey key, KernelFn fn) {
+namespace detail {
+// Note [Composite and backend kernels]: what dispatch() calls per key, from what was
+// registered. A backend key runs its own kernel, else the op's composite, else the
+// backend's fallback (the meta backend's: the op's meta rule); a layer key (autograd,
+// autocast) runs its kernel, else the layer's fallback. The caller holds g_registry_mutex.
+void resolve(OpEntry& e) {
+  e.mask = {};
+  for (int k = 0; k < kNumDispatchKeys; ++k) {
+    const bool backend = k < kNumBackendKeys;
+    KernelFn fn = e.bound[k] ? e.bound[k] : backend && e.composite ? e.composite : g_fallbacks[k];
+    e.kernels[k] = fn;
+    if (fn) e.mask = e.mask | static_cast<DispatchKey>(k);
+  }
+}
+
+// The entry of `id` for registration; raises when there is none.
+OpEntry& entry_for_registration(OpId id, const char* api) {
   // An application's kernel must not be overwritten by the built-in ones later.
-  if (!detail::t_registering_builtins) detail::ensure_kernels_registered();
+  if (!t_registering_builtins) ensure_kernels_registered();
   const int i = static_cast<int>(id);
-  MIXT_CHECK(i >= 0 && i < num_ops(), "register_kernel", "op id {} does not exist", i);
+  MIXT_CHECK(i >= 0 && i < num_ops(), api, "op id {} does not exist", i);
+  return g_ops[i];
+}
+}  // namespace detail
+
+void register_kernel(OpId id, DispatchKey key, KernelFn fn) {
+  OpEntry& e = detail::entry_for_registration(id, "register_kernel");
   std::lock_guard lock(detail::g_registry_mutex);
-  OpEntry& e = detail::g_ops[i];
-  e.kernels[static_cast<int>(key)] = fn;
-  e.mask = fn ? (e.mask | key) : (e.mask - key);
+  e.bound[static_cast<int>(key)] = fn;
+  detail::resolve(e);
+}
+
+void register_composite(OpId id, KernelFn fn) {
+  OpEntry& e = detail::entry_for_registration(id, "register_composite");
+  std::lock_guard lock(detail::g_registry_mutex);
+  e.composite = fn;
+  detail::resolve(e);
 }
 
 void register_fallback(DispatchKey key, KernelFn fn) {
@@ -200,17 +223,11 @@ void register_fallback(DispatchKey key, KernelFn fn) {
   const int n = num_ops();
   std::lock_guard lock(detail::g_registry_mutex);
   detail::g_fallbacks[static_cast<int>(key)] = fn;
-  for (int i = 0; i < n; ++i) {
-    OpEntry& e = detail::g_ops[i];
-    if (e.kernels[static_cast<int>(key)]) continue;
-    e.kernels[static_cast<int>(key)] = fn;
-    e.mask = e.mask | key;
-  }
+  for (int i = 0; i < n; ++i) detail::resolve(detail::g_ops[i]);
 }
 
 void register_backend_kernel(OpId id, KernelFn fn) {
-  register_kernel(id, DispatchKey::CPU, fn);
-  register_kernel(id, DispatchKey::CUDA, fn);
+  for (DispatchKey k : {DispatchKey::CPU, DispatchKey::CUDA, DispatchKey::Meta}) register_kernel(id, k, fn);
 }
 
 std::string_view dispatch_key_name(DispatchKey k) {
@@ -220,6 +237,8 @@ std::string_view dispatch_key_name(DispatchKey k) {
     case DispatchKey::Autograd: return "Autograd";
     case DispatchKey::AutocastCPU: return "AutocastCPU";
     case DispatchKey::AutocastCUDA: return "AutocastCUDA";
+    case DispatchKey::Meta: return "Meta";
+    case DispatchKey::AutocastMeta: return "AutocastMeta";
   }
   return "Reserved";
 }

@@ -106,8 +106,16 @@ class CpuAllocator final : public Allocator {
   }
 };
 
+// The meta device's allocator: a storage records its size and owns no memory, so a
+// model of any size can be traced (Note [Meta device]).
+class MetaAllocator final : public Allocator {
+ public:
+  DataPtr allocate(size_t, Device) override { return {}; }
+};
+
 CpuAllocator g_cpu_allocator;
-std::atomic<Allocator*> g_allocators[kNumDeviceTypes] = {&g_cpu_allocator, nullptr};
+MetaAllocator g_meta_allocator;
+std::atomic<Allocator*> g_allocators[kNumDeviceTypes] = {&g_cpu_allocator, nullptr, &g_meta_allocator};
 
 }  // namespace
 

@@ -207,11 +207,22 @@ std::optional<Shape> view_strides(const Shape& sizes, const Shape& strides, cons
 
 // ---- Device ----------------------------------------------------------------
 
-std::string_view device_type_name(DeviceType t) { return t == DeviceType::CPU ? "cpu" : "cuda"; }
+std::string_view device_type_name(DeviceType t) {
+  switch (t) {
+    case DeviceType::CPU: return "cpu";
+    case DeviceType::CUDA: return "cuda";
+    case DeviceType::Meta: return "meta";
+  }
+  return "?";
+}
 
 Device::Device(std::string_view spec) {
   if (spec == "cpu") {
     *this = cpu();
+    return;
+  }
+  if (spec == "meta") {
+    *this = meta();
     return;
   }
   if (spec.substr(0, 4) == "cuda") {
@@ -232,19 +243,20 @@ Device::Device(std::string_view spec) {
       }
     }
   }
-  MIXT_FAIL("Device", "cannot parse device '{}' (expected cpu, cuda or cuda:N with 0 <= N <= {})", spec,
+  MIXT_FAIL("Device", "cannot parse device '{}' (expected cpu, meta, cuda or cuda:N with 0 <= N <= {})", spec,
             kMaxCudaIndex);
 }
 
 void Device::throw_bad_index(DeviceType type, int index) {
   if (type == DeviceType::CPU) MIXT_FAIL("Device", "invalid CPU device index {} (the CPU is device 0)", index);
+  if (type == DeviceType::Meta) MIXT_FAIL("Device", "invalid meta device index {} (there is one meta device, 0)", index);
   if (type == DeviceType::CUDA)
     MIXT_FAIL("Device", "invalid CUDA device index {} (must be in [0, {}])", index, kMaxCudaIndex);
   MIXT_FAIL("Device", "invalid device type {}", static_cast<int>(type));
 }
 
 std::string Device::str() const {
-  return is_cpu() ? std::string("cpu") : fmt::format("cuda:{}", static_cast<int>(index_));
+  return is_cuda() ? fmt::format("cuda:{}", static_cast<int>(index_)) : std::string(device_type_name(type_));
 }
 
 // ---- Scalar ----------------------------------------------------------------

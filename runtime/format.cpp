@@ -37,6 +37,7 @@ void print_rec(std::string& out, const std::vector<double>& v, const Shape& size
 
 std::string Tensor::str() const {
   if (!defined()) return "tensor(undefined)";
+  if (is_meta()) return fmt::format("tensor(..., dtype={}, device=meta, shape={})", dtype(), sizes());
   const std::vector<double> values = to_vector<double>();
   std::string body;
   print_rec(body, values, sizes(), 0, 0, numel(), numel() > kSummarizeAbove, is_integral(dtype()),

@@ -236,14 +236,16 @@ Tensor scalar_tensor(const Scalar& value, TensorOptions options) {
     using T = typename decltype(tag)::type;
     *reinterpret_cast<T*>(t.data_ptr()) = value.to<T>();
   });
-  if (options.device && !options.device->is_cpu()) t = t.to(*options.device);
+  if (const Device dev = options.device.value_or(default_device()); !dev.is_cpu()) t = t.to(dev);
   if (options.requires_grad) t.set_requires_grad(true);
   return t;
 }
 
 Tensor wrapped_scalar(const Scalar& value) {
   MIXT_CHECK(value.has_value(), "wrapped_scalar", "no value given");
-  Tensor t = scalar_tensor(value, {.dtype = value.is_floating() ? kFloat64 : value.default_dtype()});
+  // A CPU scalar on every device (whatever the default device): ops take it as a Scalar.
+  Tensor t = scalar_tensor(value, {.dtype = value.is_floating() ? kFloat64 : value.default_dtype(),
+                                   .device = Device::cpu()});
   t.impl()->wrapped_number = true;
   return t;
 }

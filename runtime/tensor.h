@@ -42,6 +42,7 @@ class Tensor {
   Device device() const { return get().device; }
   bool is_cpu() const { return get().device.is_cpu(); }
   bool is_cuda() const { return get().device.is_cuda(); }
+  bool is_meta() const { return get().device.is_meta(); }
   bool is_floating_point() const { return is_floating(get().dtype); }
   bool is_contiguous() const { return get().contiguous; }
   // True when several elements share one memory location (a stride-0 dim of size > 1: an expanded tensor).

@@ -17,12 +17,23 @@ struct AutogradMeta;  // runtime/autograd: grad, grad_fn, hooks
 // The dispatch keys every tensor on `device` carries: its backend, Autograd and
 // its device's autocast key. See Note [Dispatch keys].
 constexpr DispatchKeySet tensor_keys_for(Device device) {
-  return device.is_cpu() ? DispatchKeySet(DispatchKey::CPU) | DispatchKey::Autograd | DispatchKey::AutocastCPU
-                         : DispatchKeySet(DispatchKey::CUDA) | DispatchKey::Autograd | DispatchKey::AutocastCUDA;
+  switch (device.type()) {
+    case DeviceType::CPU: return DispatchKeySet(DispatchKey::CPU) | DispatchKey::Autograd | DispatchKey::AutocastCPU;
+    case DeviceType::CUDA:
+      return DispatchKeySet(DispatchKey::CUDA) | DispatchKey::Autograd | DispatchKey::AutocastCUDA;
+    case DeviceType::Meta:
+      return DispatchKeySet(DispatchKey::Meta) | DispatchKey::Autograd | DispatchKey::AutocastMeta;
+  }
+  return {};
 }
 // The backend key of `device`.
 constexpr DispatchKey backend_key_for(Device device) {
-  return device.is_cpu() ? DispatchKey::CPU : DispatchKey::CUDA;
+  switch (device.type()) {
+    case DeviceType::CPU: return DispatchKey::CPU;
+    case DeviceType::CUDA: return DispatchKey::CUDA;
+    case DeviceType::Meta: return DispatchKey::Meta;
+  }
+  return DispatchKey::CPU;
 }
 
 struct TensorImpl {
@@ -33,9 +44,11 @@ struct TensorImpl {
 
   // Recomputes numel and contiguity after sizes/strides change.
   void refresh();
-  // Address of element 0 of this view.
+  // Address of element 0 of this view (nullptr when the storage has no memory: an
+  // empty tensor, or a meta tensor).
   char* data() const {
-    return static_cast<char*>(storage->data.ptr) + offset * element_size(dtype);
+    char* base = static_cast<char*>(storage->data.ptr);
+    return base ? base + offset * element_size(dtype) : nullptr;
   }
 
   std::atomic<int32_t> refcount_{0};

@@ -121,11 +121,11 @@ void outer_kernel(OpCall& c, DispatchKeySet) {
 }  // namespace
 
 void register_composite_kernels() {
-  register_backend_kernel(OpId::matmul, matmul_kernel);
-  register_backend_kernel(OpId::linear, linear_kernel);
-  register_backend_kernel(OpId::dot, dot_kernel);
-  register_backend_kernel(OpId::mv, mv_kernel);
-  register_backend_kernel(OpId::outer, outer_kernel);
+  register_composite(OpId::matmul, matmul_kernel);
+  register_composite(OpId::linear, linear_kernel);
+  register_composite(OpId::dot, dot_kernel);
+  register_composite(OpId::mv, mv_kernel);
+  register_composite(OpId::outer, outer_kernel);
 }
 
 }  // namespace mixt

@@ -15,9 +15,8 @@ bool same_geometry(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-Elementwise prepare_elementwise(OpCall& call, int n, const ElementwiseOptions& opt) {
-  Elementwise e;
-  e.n = n;
+ElementwisePlan plan_elementwise(const OpCall& call, int n, const ElementwiseOptions& opt) {
+  ElementwisePlan e;
   for (int i = 0; i < n; ++i) MIXT_CHECK_OP(call.in[i].defined(), call, "input {} is undefined", i);
 
   // Device: the first operand that is not a CPU scalar decides.
@@ -57,6 +56,26 @@ Elementwise prepare_elementwise(OpCall& call, int n, const ElementwiseOptions& o
   e.shape = call.in[0].sizes();
   for (int i = 1; i < n; ++i) e.shape = broadcast_shapes(e.shape, call.in[i].sizes(), op_name(call.op).data());
 
+  // The caller's output (in-place, out=) must hold the result.
+  if (const Tensor& given = call.out[0]; given.defined()) {
+    MIXT_CHECK_OP(given.sizes() == e.shape, call, "the output has shape {} but the broadcast shape is {}",
+                  given.sizes(), e.shape);
+    MIXT_CHECK_OP(can_cast(e.out_dtype, given.dtype()), call,
+                  "result type {} can't be cast to the output's dtype {}", e.out_dtype, given.dtype());
+    check_writable(call, given, "the output");
+  }
+  return e;
+}
+
+Elementwise prepare_elementwise(OpCall& call, int n, const ElementwiseOptions& opt) {
+  const ElementwisePlan plan = plan_elementwise(call, n, opt);
+  Elementwise e;
+  e.n = n;
+  e.device = plan.device;
+  e.shape = plan.shape;
+  e.compute = plan.compute;
+  e.out_dtype = plan.out_dtype;
+
   // Operands in the compute dtype, on the compute device.
   for (int i = 0; i < n; ++i) {
     const Tensor& t = call.in[i];
@@ -75,11 +94,6 @@ Elementwise prepare_elementwise(OpCall& call, int n, const ElementwiseOptions& o
   // Output: the caller's (in-place, out=) or a new tensor.
   Tensor& given = call.out[0];
   if (given.defined()) {
-    MIXT_CHECK_OP(given.sizes() == e.shape, call, "the output has shape {} but the broadcast shape is {}",
-                  given.sizes(), e.shape);
-    MIXT_CHECK_OP(can_cast(e.out_dtype, given.dtype()), call,
-                  "result type {} can't be cast to the output's dtype {}", e.out_dtype, given.dtype());
-    check_writable(call, given, "the output");
     bool direct = given.dtype() == e.out_dtype;
     for (int i = 0; i < n && direct; ++i)
       if (e.inputs[i].defined() && e.inputs[i].shares_storage(given) && !same_geometry(e.inputs[i], given))

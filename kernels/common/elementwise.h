@@ -16,6 +16,15 @@ enum class ResultRule : uint8_t {
   Predicate,       // compute in the input dtype, output bool (isnan, ...)
 };
 
+// What an elementwise op computes, before any data is touched: where, in which dtypes,
+// and the result's shape. Also the op's meta function (kernels/meta/elementwise.cpp).
+struct ElementwisePlan {
+  Device device;          // where the computation runs
+  Shape shape;            // broadcast shape (the output's)
+  ScalarType compute;     // dtype inputs are read in
+  ScalarType out_dtype;   // the result's dtype
+};
+
 struct Elementwise {
   int n = 0;                 // number of inputs
   Device device;             // where the computation runs
@@ -35,6 +44,9 @@ struct ElementwiseOptions {
   bool keep_scalars = false;        // pass wrapped scalars as Scalars instead of tensors
 };
 
+// Validates the first `n` inputs of `call` (devices, result type, broadcasting, a given
+// output) and plans the computation; reads no data.
+ElementwisePlan plan_elementwise(const OpCall& call, int n, const ElementwiseOptions& options);
 // Validates the first `n` inputs of `call` and prepares the loop's operands.
 Elementwise prepare_elementwise(OpCall& call, int n, const ElementwiseOptions& options);
 // Copies a temporary result into the caller's output and sets call.out[0].

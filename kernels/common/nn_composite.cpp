@@ -174,6 +174,7 @@ void check_targets(const OpCall& c, const Tensor& logp, const Tensor& target, in
   MIXT_CHECK_OP(target.sizes() == want, c, "expected a target of shape {} for an input of shape {}, got {}", want,
                 logp.sizes(), target.sizes());
   const int64_t classes = logp.size(logp.dim() == 1 ? 0 : 1);
+  if (target.is_meta()) return;  // the values' check needs values (Note [Meta functions])
   const Tensor t = target.to(kInt64);
   const Tensor bad = logical_and(ne(t, ignore_index), logical_or(lt(t, 0), ge(t, classes)));
   if (!any(bad).item<bool>()) return;
@@ -336,7 +337,7 @@ void check_same_shape(const OpCall& c, const Tensor& input, const Tensor& target
 void binary_cross_entropy_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& p = c.in[0];
   check_same_shape(c, p, c.in[1]);
-  MIXT_CHECK_OP(all(logical_and(ge(p, 0), le(p, 1))).item<bool>(), c,
+  MIXT_CHECK_OP(p.is_meta() || all(logical_and(ge(p, 0), le(p, 1))).item<bool>(), c,
                 "all elements of the input (probabilities) should be between 0 and 1");
   const Tensor pf = up(p), y = up(c.in[1]), w = loss_weight(c, 2, p, "weight");
   const Tensor log_p = clamp_min(log(pf), -100), log_q = clamp_min(log1p(neg(pf)), -100);
@@ -480,20 +481,20 @@ void conv_kernel(OpCall& c, DispatchKeySet) {
 }  // namespace
 
 void register_nn_composite_kernels() {
-  register_backend_kernel(OpId::group_norm, group_norm_kernel);
-  register_backend_kernel(OpId::batch_norm, batch_norm_kernel);
-  register_backend_kernel(OpId::dropout, dropout_kernel);
-  register_backend_kernel(OpId::cross_entropy, cross_entropy_kernel);
-  register_backend_kernel(OpId::nll_loss, nll_loss_kernel);
+  register_composite(OpId::group_norm, group_norm_kernel);
+  register_composite(OpId::batch_norm, batch_norm_kernel);
+  register_composite(OpId::dropout, dropout_kernel);
+  register_composite(OpId::cross_entropy, cross_entropy_kernel);
+  register_composite(OpId::nll_loss, nll_loss_kernel);
   for (OpId id : {OpId::mse_loss, OpId::l1_loss, OpId::smooth_l1_loss, OpId::huber_loss})
-    register_backend_kernel(id, pair_loss_kernel);
-  register_backend_kernel(OpId::binary_cross_entropy, binary_cross_entropy_kernel);
-  register_backend_kernel(OpId::binary_cross_entropy_with_logits, bce_with_logits_kernel);
-  register_backend_kernel(OpId::kl_div, kl_div_kernel);
-  register_backend_kernel(OpId::cosine_similarity, cosine_similarity_kernel);
-  register_backend_kernel(OpId::scaled_dot_product_attention, sdpa_kernel);
-  register_backend_kernel(OpId::conv1d, conv_kernel<1>);
-  register_backend_kernel(OpId::conv2d, conv_kernel<2>);
+    register_composite(id, pair_loss_kernel);
+  register_composite(OpId::binary_cross_entropy, binary_cross_entropy_kernel);
+  register_composite(OpId::binary_cross_entropy_with_logits, bce_with_logits_kernel);
+  register_composite(OpId::kl_div, kl_div_kernel);
+  register_composite(OpId::cosine_similarity, cosine_similarity_kernel);
+  register_composite(OpId::scaled_dot_product_attention, sdpa_kernel);
+  register_composite(OpId::conv1d, conv_kernel<1>);
+  register_composite(OpId::conv2d, conv_kernel<2>);
 }
 
 }  // namespace mixt

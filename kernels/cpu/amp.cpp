@@ -8,6 +8,7 @@
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/op_checks.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/multi_tensor.h>
 #include <mixt/kernels/cpu/register.h>
@@ -78,8 +79,7 @@ void unscale_check_kernel(OpCall& c, DispatchKeySet) {
   for (size_t i = 0; i < c.list.size(); ++i) {
     const Tensor& g = c.list[i];
     MIXT_CHECK_OP(g.device().is_cpu(), c, "gradient {} is on {}, found_inf on cpu", i, g.device().str());
-    MIXT_CHECK_OP(dtypes::contains(kGradDtypes, g.dtype()), c,
-                  "gradient {} is {}: unscaling takes float16, bfloat16, float32 and float64", i, g.dtype());
+    check_unscale_gradient(c, i, g);
     check_writable(c, g, "a gradient");  // before any gradient is modified
   }
   // Dense gradients are processed in place; others through a contiguous copy written back.

@@ -13,6 +13,7 @@
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/matmul_plan.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/dtype_visit.h>
@@ -29,81 +30,6 @@ constexpr int64_t kWorkGrain = 32 * 1024;
 constexpr int64_t kParallelGemm = 1 << 20;
 // Column tile of the integer loop (the row accumulator stays in L1).
 constexpr int64_t kIntTile = 256;
-
-// One checked call: a [B?, n, k] @ b [B?, k, m], plus beta * bias for addmm/baddbmm.
-struct Product {
-  Tensor a, b, bias;
-  bool batched = false;
-  int64_t batch = 1, n = 0, k = 0, m = 0;
-  ScalarType in_dtype = ScalarType::Undefined;
-  ScalarType out_dtype = ScalarType::Undefined;
-  Scalar alpha = 1, beta = 0;
-  Shape out_shape;
-};
-
-// True when `from` broadcasts to `to` (numpy rules, trailing dims aligned).
-bool broadcasts_to(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  for (int i = 1; i <= from.size(); ++i) {
-    const int64_t f = from[from.size() - i];
-    if (f != 1 && f != to[to.size() - i]) return false;
-  }
-  return true;
-}
-
-// The dtype the result is returned in: the operands' dtype, or float32 from a narrow float.
-ScalarType resolve_out_dtype(const OpCall& c, ScalarType in) {
-  const ScalarType req = c.attrs.dtype;
-  if (req == ScalarType::Undefined || req == in) return in;
-  MIXT_CHECK_OP(req == kFloat32 && is_reduced_float(in), c,
-                "out_dtype {} is not supported for {} operands (only float32 from float16, bfloat16 or float8)", req,
-                in);
-  return req;
-}
-
-// Validates the inputs of mm/bmm/addmm/baddbmm and fills a Product.
-Product check_product(const OpCall& c, bool batched, bool scaled) {
-  Product p;
-  const int first = scaled ? 1 : 0;
-  p.a = c.in[first];
-  p.b = c.in[first + 1];
-  p.batched = batched;
-  const int64_t rank = batched ? 3 : 2;
-  MIXT_CHECK_OP(p.a.dim() == rank && p.b.dim() == rank, c, "expected {}-D operands, got {}-D and {}-D", rank,
-                p.a.dim(), p.b.dim());
-  MIXT_CHECK_OP(p.a.device() == p.b.device() && p.a.is_cpu(), c,
-                "expected both operands on the CPU, but found {} and {}", p.a.device(), p.b.device());
-  MIXT_CHECK_OP(p.a.dtype() == p.b.dtype(), c, "expected m1 and m2 to have the same dtype, but got: {} != {}",
-                p.a.dtype(), p.b.dtype());
-  p.in_dtype = p.a.dtype();
-  MIXT_CHECK_OP(p.in_dtype != kBool, c, "not implemented for bool operands");
-  MIXT_CHECK_OP(p.a.size(-1) == p.b.size(-2), c, "shapes {} and {} cannot be multiplied ({} != {})", p.a.sizes(),
-                p.b.sizes(), p.a.size(-1), p.b.size(-2));
-  if (batched)
-    MIXT_CHECK_OP(p.a.size(0) == p.b.size(0), c, "batch sizes differ: {} and {}", p.a.size(0), p.b.size(0));
-  p.batch = batched ? p.a.size(0) : 1;
-  p.n = p.a.size(-2);
-  p.k = p.a.size(-1);
-  p.m = p.b.size(-1);
-  p.out_shape = batched ? Shape{p.batch, p.n, p.m} : Shape{p.n, p.m};
-  p.out_dtype = resolve_out_dtype(c, p.in_dtype);
-  if (scaled) {
-    p.bias = c.in[0];
-    p.beta = c.attrs.get<attrs::Addmm>().beta;
-    p.alpha = c.attrs.get<attrs::Addmm>().alpha;
-    MIXT_CHECK_OP(p.bias.device() == p.a.device(), c, "expected the bias on {}, but found {}", p.a.device(),
-                  p.bias.device());
-    MIXT_CHECK_OP(p.bias.dtype() == p.in_dtype || p.bias.dtype() == p.out_dtype, c,
-                  "expected the bias in {} (the operands' dtype) or the out_dtype, but got {}", p.in_dtype,
-                  p.bias.dtype());
-    MIXT_CHECK_OP(broadcasts_to(p.bias.sizes(), p.out_shape), c, "bias of shape {} cannot be broadcast to {}",
-                  p.bias.sizes(), p.out_shape);
-  }
-  if (is_integral(p.in_dtype))
-    MIXT_CHECK_OP(!p.alpha.is_floating() && !p.beta.is_floating(), c,
-                  "alpha and beta must not be floating point numbers for {} operands", p.in_dtype);
-  return p;
-}
 
 // An operand as BLAS reads it: row-major (or transposed) matrices `ld` elements apart, `batch_stride` between them.
 struct BlasOperand {
@@ -152,7 +78,7 @@ void gemm(bool ta, bool tb, int n, int m, int k, double alpha, const double* a, 
 
 // acc[i] = alpha * a[i] @ b[i] + beta * acc[i] for every matrix of the batch, through BLAS (T = float or double).
 template <class T>
-void blas_product(const OpCall& c, const Product& p, const Tensor& a, const Tensor& b, T* acc, T alpha, T beta) {
+void blas_product(const OpCall& c, const MatmulPlan& p, const Tensor& a, const Tensor& b, T* acc, T alpha, T beta) {
   const BlasOperand A = blas_operand(c, a), B = blas_operand(c, b);
   MIXT_CHECK_OP(p.n * p.m <= INT_MAX, c, "result of {} x {} is too large for BLAS (32-bit sizes)", p.n, p.m);
   const int m = static_cast<int>(p.m), k = static_cast<int>(p.k);
@@ -182,7 +108,7 @@ void blas_product(const OpCall& c, const Product& p, const Tensor& a, const Tens
 
 // acc = alpha * a @ b + beta * acc for integer operands, accumulating in (wrapping) 64-bit arithmetic.
 template <class T>
-void int_product(const Product& p, const Tensor& a_in, const Tensor& b_in, int64_t* acc, int64_t alpha,
+void int_product(const MatmulPlan& p, const Tensor& a_in, const Tensor& b_in, int64_t* acc, int64_t alpha,
                  int64_t beta) {
   const Tensor a = contiguous(a_in), b = contiguous(b_in);
   const T* pa = static_cast<const T*>(a.data_ptr());
@@ -227,7 +153,7 @@ void scale_buffer(T* acc, int64_t count, const Scalar& beta) {
 }
 
 // The output tensor: the caller's (out= calls, checked) or a new one.
-Tensor output_for(OpCall& c, const Product& p) {
+Tensor output_for(OpCall& c, const MatmulPlan& p) {
   Tensor& out = c.out[0];
   if (!out.defined()) return make_empty(p.out_shape, p.out_dtype, p.a.device());
   MIXT_CHECK_OP(out.sizes() == p.out_shape && out.dtype() == p.out_dtype && out.device() == p.a.device(), c,
@@ -237,7 +163,7 @@ Tensor output_for(OpCall& c, const Product& p) {
 }
 
 // True when `out` can be the accumulator itself: contiguous, of the accumulate dtype, sharing no input's memory.
-bool can_accumulate_in(const Tensor& out, const Product& p, ScalarType acc_dtype) {
+bool can_accumulate_in(const Tensor& out, const MatmulPlan& p, ScalarType acc_dtype) {
   if (out.dtype() != acc_dtype || !out.is_contiguous()) return false;
   if (out.shares_storage(p.a) || out.shares_storage(p.b)) return false;
   return !(p.bias.defined() && out.shares_storage(p.bias));
@@ -248,7 +174,7 @@ const char* dtype_error_name(const OpCall& c) { return op_name(c.op).data(); }
 
 // Runs the GEMM of the accumulate type T into `acc` (already holding the bias when beta is used).
 template <class T>
-void run_product(const OpCall& c, const Product& p, T* acc, bool use_beta) {
+void run_product(const OpCall& c, const MatmulPlan& p, T* acc, bool use_beta) {
   if constexpr (std::is_same_v<T, int64_t>) {
     const int64_t alpha = p.alpha.to_int(), beta = use_beta ? p.beta.to_int() : 0;
     visit_dtype<dtypes::kIntegral>(p.in_dtype, dtype_error_name(c), [&](auto tag) {
@@ -265,10 +191,10 @@ void run_product(const OpCall& c, const Product& p, T* acc, bool use_beta) {
   }
 }
 
-// Shared body of the four kernels: checks, accumulates and writes the output.
-void product_kernel(OpCall& c, bool batched, bool scaled) {
-  const Product p = check_product(c, batched, scaled);
-  Tensor out = output_for(c, p);
+// Runs a planned product into `out` (of the plan's shape and out_dtype): accumulates in
+// the accumulate type and writes the output.
+void run_plan(const OpCall& c, const MatmulPlan& p, Tensor& out) {
+  MIXT_CHECK_OP(p.a.is_cpu(), c, "expected both operands on the CPU, but found {} and {}", p.a.device(), p.b.device());
   const ScalarType acc_dtype = accumulate_type(p.in_dtype);
   Tensor acc = can_accumulate_in(out, p, acc_dtype) ? out : make_empty(p.out_shape, acc_dtype, out.device());
   const bool use_beta = p.bias.defined() && p.beta.to_double() != 0.0;
@@ -290,7 +216,30 @@ void product_kernel(OpCall& c, bool batched, bool scaled) {
         });
     if (!acc.is_same(out)) copy_(out, acc);
   }
+}
+
+// Shared body of the four product kernels: plan, then run into the output.
+void product_kernel(OpCall& c, bool batched, bool scaled) {
+  const MatmulPlan p = plan_matmul(c, batched, scaled);
+  Tensor out = output_for(c, p);
+  run_plan(c, p, out);
   c.out[0] = out;
+}
+
+// linear as one fused GEMM with the bias (the CPU's own kernel beside linear's
+// composite; Note [Composite and backend kernels]).
+void linear_kernel(OpCall& c, DispatchKeySet) {
+  const LinearPlan l = plan_linear(c);
+  Tensor out = make_empty(l.product.out_shape, l.product.out_dtype, l.product.a.device());
+  run_plan(c, l.product, out);
+  Tensor result = make_view(out, l.result_shape, contiguous_strides(l.result_shape), 0);
+  if (c.out[0].defined()) {
+    MIXT_CHECK_OP(c.out[0].sizes() == l.result_shape, c, "the output has shape {} but the result has shape {}",
+                  c.out[0].sizes(), l.result_shape);
+    copy_(c.out[0], result);
+  } else {
+    c.out[0] = result;
+  }
 }
 
 void mm_kernel(OpCall& c, DispatchKeySet) { product_kernel(c, false, false); }
@@ -308,6 +257,7 @@ void register_matmul_kernels() {
   register_kernel(OpId::bmm, DispatchKey::CPU, bmm_kernel);
   register_kernel(OpId::addmm, DispatchKey::CPU, addmm_kernel);
   register_kernel(OpId::baddbmm, DispatchKey::CPU, baddbmm_kernel);
+  register_kernel(OpId::linear, DispatchKey::CPU, linear_kernel);
 }
 
 }  // namespace mixt::cpu

@@ -8,6 +8,7 @@
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/op_checks.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/multi_tensor.h>
 #include <mixt/kernels/cpu/register.h>
@@ -40,9 +41,7 @@ StepLists split_lists(const OpCall& c, int64_t n, int n_states, bool with_steps)
   if (with_steps) l.steps = c.list.subspan(un * static_cast<size_t>(2 + n_states), un);
   for (size_t i = 0; i < un; ++i) {
     const Tensor& p = l.params[i];
-    MIXT_CHECK_OP(p.device().is_cpu() && dtypes::contains(kParamDtypes, p.dtype()) && p.is_contiguous(), c,
-                  "parameter {} is {}: fused steps take contiguous float16/bfloat16/float32/float64 CPU tensors", i,
-                  p.describe());
+    check_step_parameter(c, i, p, Device::cpu());
     const Tensor& g = l.grads[i];
     MIXT_CHECK_OP(g.device().is_cpu() && g.dtype() == p.dtype() && g.is_contiguous() && g.sizes() == p.sizes(), c,
                   "gradient {} is {}, parameter {} (a contiguous gradient of the parameter's dtype and shape)", i,

@@ -9,6 +9,7 @@
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/random_transforms.h>
+#include <mixt/kernels/common/op_checks.h>
 #include <mixt/kernels/cpu/copy.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
@@ -34,17 +35,6 @@ double finite_max() {
   else if constexpr (std::is_same_v<T, BFloat16>) return static_cast<float>(BFloat16::from_bits(0x7f7f));
   else if constexpr (std::is_same_v<T, Float8_e4m3fn>) return 448.0;
   else return 57344.0;  // Float8_e5m2
-}
-
-// Significand bits of floating storage type T: integers up to 2^digits are exact.
-template <class T>
-int digits() {
-  if constexpr (std::is_same_v<T, double>) return 53;
-  else if constexpr (std::is_same_v<T, float>) return 24;
-  else if constexpr (std::is_same_v<T, Half>) return 11;
-  else if constexpr (std::is_same_v<T, BFloat16>) return 8;
-  else if constexpr (std::is_same_v<T, Float8_e4m3fn>) return 4;
-  else return 3;  // Float8_e5m2
 }
 
 // Fills `self` in row-major order: block j of the reservation gives elements
@@ -77,6 +67,7 @@ void uniform_kernel(OpCall& c, DispatchKeySet) {
   const double low = c.attrs.get<attrs::Uniform>().low, high = c.attrs.get<attrs::Uniform>().high;
   MIXT_CHECK_OP(std::isfinite(low) && std::isfinite(high), c, "expects finite bounds, got [{}, {})", low, high);
   MIXT_CHECK_OP(low <= high, c, "expects from <= to, got from={} > to={}", low, high);
+  check_random_fill(c, self);
   visit_dtype<dtypes::kFloating>(self.dtype(), "uniform_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const double max = finite_max<T>();
@@ -98,6 +89,7 @@ void normal_kernel(OpCall& c, DispatchKeySet) {
   const double mean = c.attrs.get<attrs::Normal>().mean, sd = c.attrs.get<attrs::Normal>().std;
   MIXT_CHECK_OP(sd >= 0.0, c, "expects std >= 0.0, got {}", sd);
   MIXT_CHECK_OP(std::isfinite(mean) && std::isfinite(sd), c, "expects a finite mean and std, got {} and {}", mean, sd);
+  check_random_fill(c, self);
   visit_dtype<dtypes::kFloating>(self.dtype(), "normal_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     generate<T>(c, self, [=](const philox::Block& b, T* out, int lanes) {
@@ -113,31 +105,14 @@ void normal_kernel(OpCall& c, DispatchKeySet) {
   });
 }
 
-// Checks that every integer of [low, high) is exactly representable in T.
-template <class T>
-void check_random_range(const OpCall& c, int64_t low, int64_t high, ScalarType dtype) {
-  double lo, hi;
-  if constexpr (std::is_same_v<T, bool>) {
-    lo = 0, hi = 1;
-  } else if constexpr (std::is_integral_v<T>) {
-    lo = static_cast<double>(std::numeric_limits<T>::min()), hi = static_cast<double>(std::numeric_limits<T>::max());
-  } else {
-    hi = std::ldexp(1.0, digits<T>()), lo = -hi;
-  }
-  // Compared in double: int64's own bounds are exact powers of two there.
-  MIXT_CHECK_OP(static_cast<double>(low) >= lo && static_cast<double>(high - 1) <= hi, c,
-                "expects from and to - 1 within [{}, {}] for dtype {}, got from={} to={}", lo, hi, dtype, low, high);
-}
-
 // random_: integers in [low, high), stored in any dtype that holds them exactly.
 void random_kernel(OpCall& c, DispatchKeySet) {
   const Tensor self = target(c);
   const int64_t low = c.attrs.get<attrs::RandomInts>().low, high = c.attrs.get<attrs::RandomInts>().high;
-  MIXT_CHECK_OP(low < high, c, "expects from < to, got from={} >= to={}", low, high);
+  check_random_range(c, low, high, self.dtype());
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   visit_dtype(self.dtype(), "random_", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    check_random_range<T>(c, low, high, self.dtype());
     generate<T>(c, self, [=](const philox::Block& b, T* out, int lanes) {
       for (int l = 0; l < lanes; ++l) {
         if constexpr (rng::per_block<T>() == 2) out[l] = convert<T>(rng::randint64(b, l, low, range));

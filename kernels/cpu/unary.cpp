@@ -6,6 +6,7 @@
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/functors.h>
+#include <mixt/kernels/common/op_checks.h>
 #include <mixt/kernels/cpu/elementwise_loops.h>
 #include <mixt/kernels/cpu/register.h>
 
@@ -61,9 +62,7 @@ void softplus_kernel(OpCall& c, DispatchKeySet) {
 
 void round_kernel(OpCall& c, DispatchKeySet) {
   const int64_t decimals = c.attrs.get<attrs::Round>().decimals;
-  MIXT_CHECK_OP(decimals == 0 || !is_integral(c.in[0].dtype()), c,
-                "rounding an integer tensor to {} decimals is not supported", decimals);
-  MIXT_CHECK_OP(decimals >= -308 && decimals <= 308, c, "decimals must be in [-308, 308], got {}", decimals);
+  check_round_decimals(c, c.in[0].dtype(), decimals);
   Elementwise e = prepare_elementwise(c, 1, {ResultRule::Promote, kNumeric, false});
   run_unary<kNumeric>(c, e, [&](auto tag) {
     using M = opmath_t<typename decltype(tag)::type>;

@@ -34,6 +34,13 @@ void autograd_kernel(OpCall& c, DispatchKeySet keys) {
     run_below(c, keys);
     return;
   }
+  // A backend without a kernel of its own runs the op's composite here, above
+  // autograd: the ops it calls record themselves (Note [Composite and backend kernels]).
+  const OpEntry& entry = op_entry(c.op);
+  if (entry.runs_composite((keys & DispatchKeySet::backends()).highest())) {
+    entry.composite(c, keys);
+    return;
+  }
   const Derivative* d = derivative_for(c.op);
   MIXT_CHECK_OP(d != nullptr, c, "is differentiable but has no backward formula (register_derivative)");
   const OpEntry& e = op_entry(c.op);
@@ -72,12 +79,8 @@ void autograd_kernel(OpCall& c, DispatchKeySet keys) {
 
 void register_autograd_kernels() {
   for (int i = 0; i < kNumBuiltinOps; ++i) {
-    const auto id = static_cast<OpId>(i);
     const OpEntry& e = mixt::detail::g_ops[i];  // (op_entry() would wait for this very registration)
-    if (!e.has(op_flags::Diff)) continue;
-    // A composite op runs above autograd: the ops it calls record themselves.
-    const KernelFn composite = e.kernels[static_cast<int>(DispatchKey::CPU)];
-    register_kernel(id, DispatchKey::Autograd, e.has(op_flags::Composite) ? composite : autograd_kernel);
+    if (e.has(op_flags::Diff)) register_kernel(static_cast<OpId>(i), DispatchKey::Autograd, autograd_kernel);
   }
 }
 

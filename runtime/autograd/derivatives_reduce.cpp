@@ -210,6 +210,19 @@ Grads addmm_bw(const BackwardContext& c, const Grads& g) {
   return out;
 }
 
+// linear's own kernels (the CPU's fused GEMM): x [*, in], weight [out, in], bias.
+// Backends that run linear's composite never record this node.
+Grads linear_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor x = c.input(0), w = c.input(1), gr = G(g).to(x.dtype());
+  const int64_t in = w.size(1), out_features = w.size(0);
+  const Tensor g2 = reshape(gr, {-1, out_features});
+  Grads out(3);
+  if (c.needs_grad(0)) out[0] = reshape(mm(g2, w), x.sizes());
+  if (c.needs_grad(1)) out[1] = mm(mt(g2), reshape(x, {-1, in}));
+  if (c.num_inputs() > 2 && c.needs_grad(2)) out[2] = sum_to(G(g), c.input_meta(2).sizes);
+  return out;
+}
+
 }  // namespace
 
 void register_reduction_derivatives() {
@@ -230,6 +243,7 @@ void register_reduction_derivatives() {
   define_derivative(OpId::bmm, {mm_bw, in0 | in1});
   define_derivative(OpId::addmm, {addmm_bw, in1 | in2});
   define_derivative(OpId::baddbmm, {addmm_bw, in1 | in2});
+  define_derivative(OpId::linear, {linear_bw, in0 | in1});
 }
 
 }  // namespace mixt::autograd

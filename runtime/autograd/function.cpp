@@ -45,8 +45,7 @@ void register_derivative(OpId id, Derivative d) {
   MIXT_CHECK(d.fn != nullptr, "register_derivative", "no backward formula given for {}", op_name(id));
   define_derivative(id, d);
   // A custom op records itself through the generic Autograd kernel.
-  if (static_cast<int>(id) >= kNumBuiltinOps && !op_entry(id).has(op_flags::Composite))
-    register_kernel(id, DispatchKey::Autograd, autograd_kernel);
+  if (static_cast<int>(id) >= kNumBuiltinOps) register_kernel(id, DispatchKey::Autograd, autograd_kernel);
 }
 
 void register_builtin_derivatives() {

@@ -16,7 +16,7 @@ Tensor finish(Tensor t, const TensorOptions& o) {
 OpCall factory_call(OpId id, ScalarType dtype, std::optional<Device> device) {
   OpCall c(id);
   c.attrs.dtype = dtype;
-  c.attrs.device = device.value_or(Device::cpu());
+  c.attrs.device = device.value_or(default_device());
   return c;
 }
 

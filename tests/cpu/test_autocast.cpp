@@ -284,8 +284,10 @@ namespace {
 void solver_cpu(OpCall& c, DispatchKeySet) { c.out[0] = mul(mm(c.in[0], c.in[1]), 1.0); }
 // A custom matmul-like op with a lower policy.
 void proj_cpu(OpCall& c, DispatchKeySet) { c.out[0] = mm(c.in[0], c.in[1]); }
-OpId register_custom(const char* name, KernelFn fn) {
-  OpId id = register_op({.name = name, .min_inputs = 2, .max_inputs = 2, .outputs = 1});
+// proj's meta rule: its result is float64 whatever its inputs (not type promotion).
+void proj_meta(const OpCall& c, OutputMeta* out) { out[0] = {Shape{c.in[0].size(0), c.in[1].size(1)}, kFloat64}; }
+OpId register_custom(const char* name, KernelFn fn, MetaFn meta = nullptr) {
+  OpId id = register_op({.name = name, .min_inputs = 2, .max_inputs = 2, .outputs = 1, .meta = meta});
   register_kernel(id, DispatchKey::CPU, fn);
   return id;
 }
@@ -297,9 +299,9 @@ Tensor call2(OpId id, const Tensor& a, const Tensor& b) {
 }
 }  // namespace
 
-TEST_CASE("custom ops: registered policies, disabled inside, output-dtype functions", "[autocast][custom]") {
+TEST_CASE("custom ops: registered policies, disabled inside, meta rules predict outputs", "[autocast][custom]") {
   static const OpId solver = register_custom("test::solver", solver_cpu);
-  static const OpId proj = register_custom("test::proj", proj_cpu);
+  static const OpId proj = register_custom("test::proj", proj_cpu, proj_meta);
   autocast::set_policy(DeviceType::CPU, solver, Policy::DisabledInside);
   autocast::set_policy(DeviceType::CPU, proj, Policy::Lower);
   Tensor a = data(kFloat32, {2, 2}, -1, 1, 10);
@@ -314,8 +316,12 @@ TEST_CASE("custom ops: registered policies, disabled inside, output-dtype functi
   st.enabled[0] = true;
   st.dtype[0] = kBFloat16;
   CHECK(autocast::decide(DeviceType::CPU, proj, {kFloat32, kFloat32}, {}, st).rule == Rule::Custom);
-  autocast::register_output_dtype(proj, [](std::span<const ScalarType>, const Attrs&) { return kFloat64; });
-  CHECK(autocast::decide(DeviceType::CPU, proj, {kFloat32, kFloat32}, {}, st).output_dtype == kFloat64);
+  // The prediction runs the op's meta rule: no output-dtype function to register in autocast.
+  CHECK(autocast::decide(DeviceType::CPU, proj, {{kFloat32, {2, 3}}, {kFloat32, {3, 4}}}, {}, st).output_dtype ==
+        kFloat64);
+  // An op without a meta rule cannot be predicted (nor run on meta tensors).
+  CHECK(autocast::decide(DeviceType::CPU, solver, {{kFloat32, {2, 2}}, {kFloat32, {2, 2}}}, {}, st).output_dtype ==
+        ScalarType::Undefined);
 }
 
 TEST_CASE("sensitive parameters keep their uses in float32", "[autocast]") {

@@ -59,7 +59,8 @@ autocast::State enabled_state(DeviceType d, ScalarType dtype) {
   return st;
 }
 
-Decision decide(DeviceType d, ScalarType lower, OpId op, std::initializer_list<ScalarType> in, Attrs attrs = {}) {
+Decision decide(DeviceType d, ScalarType lower, OpId op, std::initializer_list<autocast::TypedInput> in,
+                Attrs attrs = {}) {
   return autocast::decide(d, op, in, attrs, enabled_state(d, lower));
 }
 
@@ -83,18 +84,18 @@ TEST_CASE("decisions: lower, fp32, opt_dtype on both devices and both dtypes", "
   for (DeviceType dev : {DeviceType::CPU, DeviceType::CUDA})
     for (ScalarType low : {kFloat16, kBFloat16}) {
       INFO(device_type_name(dev) << " " << dtype_name(low));
-      Decision mm = decide(dev, low, OpId::mm, {kFloat32, kFloat32});
+      Decision mm = decide(dev, low, OpId::mm, {{kFloat32, {2, 3}}, {kFloat32, {3, 4}}});
       CHECK(mm.rule == Rule::Table);
       CHECK(mm.cast_to[0] == low);
       CHECK(mm.cast_to[1] == low);
       CHECK(mm.output_dtype == low);
       // float64 and integer inputs are not eligible: they pass through unchanged.
-      Decision mm64 = decide(dev, low, OpId::mm, {kFloat64, kFloat64});
+      Decision mm64 = decide(dev, low, OpId::mm, {{kFloat64, {2, 3}}, {kFloat64, {3, 4}}});
       CHECK(mm64.cast_to[0] == ScalarType::Undefined);
       CHECK(mm64.output_dtype == kFloat64);
-      CHECK(decide(dev, low, OpId::mm, {kInt64, kInt64}).cast_to[0] == ScalarType::Undefined);
+      CHECK(decide(dev, low, OpId::mm, {{kInt64, {2, 3}}, {kInt64, {3, 4}}}).cast_to[0] == ScalarType::Undefined);
       // An already-low input is not cast again.
-      CHECK(decide(dev, low, OpId::linear, {low, kFloat32}).cast_to[0] == ScalarType::Undefined);
+      CHECK(decide(dev, low, OpId::linear, {{low, {2, 3}}, {kFloat32, {4, 3}}}).cast_to[0] == ScalarType::Undefined);
       // mse_loss is fp32 on both devices.
       Decision mse = decide(dev, low, OpId::mse_loss, {low, kFloat32});
       CHECK(mse.cast_to[0] == kFloat32);
@@ -123,9 +124,9 @@ TEST_CASE("decisions: lower, fp32, opt_dtype on both devices and both dtypes", "
   CHECK(decide(DeviceType::CPU, kBFloat16, OpId::softmax, {kBFloat16}).output_dtype == kBFloat16);
   // CPU prod is on the fp32 list (not opt_dtype); CUDA mv is lower, CPU mv passes through.
   CHECK(decide(DeviceType::CPU, kBFloat16, OpId::prod, {kBFloat16}).cast_to[0] == kFloat32);
-  CHECK(decide(DeviceType::CUDA, kFloat16, OpId::mv, {kFloat32, kFloat32}).output_dtype == kFloat16);
-  CHECK(decide(DeviceType::CPU, kBFloat16, OpId::mv, {kFloat32, kFloat32}).output_dtype == kFloat32);
-  CHECK(decide(DeviceType::CPU, kBFloat16, OpId::cross_entropy, {kBFloat16, kInt64}).cast_to[0] == kFloat32);
+  CHECK(decide(DeviceType::CUDA, kFloat16, OpId::mv, {{kFloat32, {2, 3}}, {kFloat32, {3}}}).output_dtype == kFloat16);
+  CHECK(decide(DeviceType::CPU, kBFloat16, OpId::mv, {{kFloat32, {2, 3}}, {kFloat32, {3}}}).output_dtype == kFloat32);
+  CHECK(decide(DeviceType::CPU, kBFloat16, OpId::cross_entropy, {{kBFloat16, {2, 5}}, {kInt64, {2}}}).cast_to[0] == kFloat32);
 }
 
 TEST_CASE("decisions: promote takes the widest eligible type", "[autocast][policy]") {
@@ -141,13 +142,13 @@ TEST_CASE("decisions: promote takes the widest eligible type", "[autocast][polic
   CHECK(f64.cast_to[1] == ScalarType::Undefined);
   CHECK(f64.output_dtype == kFloat64);
   // bf16 mixed into fp16 autocast is an error, as in PyTorch.
-  CHECK_THAT(decide(DeviceType::CUDA, kFloat16, OpId::dot, {kBFloat16, kFloat16}).error, Contains("cannot combine"));
+  CHECK_THAT(decide(DeviceType::CUDA, kFloat16, OpId::dot, {{kBFloat16, {3}}, {kFloat16, {3}}}).error, Contains("cannot combine"));
   // CPU cat/stack promote (list inputs).
-  Decision cat = decide(DeviceType::CPU, kBFloat16, OpId::cat, {kBFloat16, kFloat32});
+  Decision cat = decide(DeviceType::CPU, kBFloat16, OpId::cat, {{kBFloat16, {2}}, {kFloat32, {2}}});
   REQUIRE(cat.list_cast_to.size() == 2);
   CHECK(cat.list_cast_to[0] == kFloat32);
   CHECK(cat.output_dtype == kFloat32);
-  CHECK(decide(DeviceType::CUDA, kFloat16, OpId::cat, {kFloat16, kFloat32}).rule == Rule::PassThrough);
+  CHECK(decide(DeviceType::CUDA, kFloat16, OpId::cat, {{kFloat16, {2}}, {kFloat32, {2}}}).rule == Rule::PassThrough);
 }
 
 TEST_CASE("decisions: banned binary_cross_entropy on CUDA names the safe alternative", "[autocast][policy]") {
@@ -165,7 +166,7 @@ TEST_CASE("decisions: scopes win over the tables; in-place ops are never cast", 
   autocast::State st = enabled_state(DeviceType::CUDA, kFloat16);
   st.scopes[0] = {autocast::ScopeKind::Island, kFloat32};
   st.depth = 1;
-  Decision island = autocast::decide(DeviceType::CUDA, OpId::mm, {kFloat16, kFloat16}, {}, st);
+  Decision island = autocast::decide(DeviceType::CUDA, OpId::mm, {{kFloat16, {2, 3}}, {kFloat16, {3, 4}}}, {}, st);
   CHECK(island.rule == Rule::Island);
   CHECK(island.cast_to[0] == kFloat32);
   CHECK(island.output_dtype == kFloat32);
@@ -179,16 +180,16 @@ TEST_CASE("decisions: scopes win over the tables; in-place ops are never cast", 
   autocast::State plain;
   plain.scopes[0] = {autocast::ScopeKind::Region, kBFloat16};
   plain.depth = 1;
-  CHECK(autocast::decide(DeviceType::CPU, OpId::mm, {kFloat32, kFloat32}, {}, plain).output_dtype == kBFloat16);
+  CHECK(autocast::decide(DeviceType::CPU, OpId::mm, {{kFloat32, {2, 3}}, {kFloat32, {3, 4}}}, {}, plain).output_dtype == kBFloat16);
   plain.scopes[0] = {autocast::ScopeKind::Disabled, ScalarType::Undefined};
-  CHECK(autocast::decide(DeviceType::CPU, OpId::mm, {kFloat32, kFloat32}, {}, plain).rule == Rule::Disabled);
+  CHECK(autocast::decide(DeviceType::CPU, OpId::mm, {{kFloat32, {2, 3}}, {kFloat32, {3, 4}}}, {}, plain).rule == Rule::Disabled);
   CHECK(decide(DeviceType::CUDA, kFloat16, OpId::add_, {kFloat32, kFloat32}).rule == Rule::PassThrough);
   CHECK(decide(DeviceType::CUDA, kFloat16, OpId::exp_, {kFloat16}).cast_to[0] == ScalarType::Undefined);
 }
 
 TEST_CASE("decisions: lower_f32_out keeps low operands and returns float32", "[autocast][policy]") {
   autocast::set_policy(DeviceType::CUDA, OpId::mm, Policy::LowerF32Out);
-  Decision d = decide(DeviceType::CUDA, kBFloat16, OpId::mm, {kFloat32, kFloat32});
+  Decision d = decide(DeviceType::CUDA, kBFloat16, OpId::mm, {{kFloat32, {2, 3}}, {kFloat32, {3, 4}}});
   autocast::reset_policies();
   CHECK(d.cast_to[0] == kBFloat16);
   CHECK(d.set_dtype == kFloat32);

@@ -1,0 +1,111 @@
+// Meta rules of softmax, the normalizations and im2col / col2im.
+#include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/conv_geometry.h>
+#include <mixt/kernels/meta/rules.h>
+
+namespace mixt::meta {
+
+void softmax(const OpCall& c, OutputMeta* out) {
+  const Tensor& in = c.in[0];
+  const ScalarType dt = c.attrs.dtype;
+  MIXT_CHECK_OP(dt == ScalarType::Undefined || is_floating(dt), c, "dtype must be a floating type, got {}", dt);
+  MIXT_CHECK_OP(is_floating(in.dtype()) || dt != ScalarType::Undefined, c,
+                "expected a floating input, got {} (pass a floating dtype to convert it first)", in.dtype());
+  wrap_dim(c.attrs.get<attrs::Dim>().dim, in.dim(), op_name(c.op).data());
+  out[0] = {in.sizes(), dt == ScalarType::Undefined ? in.dtype() : dt};
+}
+
+namespace {
+// The statistics' sizes of a normalization over `normalized` (its trailing dims), after
+// checking the input and the affine parameters in[1..n_params].
+Shape norm_stats(const OpCall& c, const Shape& normalized, int n_params) {
+  const Tensor& x = c.in[0];
+  MIXT_CHECK_OP(is_floating(x.dtype()), c, "expected a floating input, got {}", x.dtype());
+  const int k = normalized.size();
+  MIXT_CHECK_OP(k >= 1, c, "normalized_shape must have at least one dimension");
+  bool trailing = k <= x.dim();
+  for (int i = 0; trailing && i < k; ++i) trailing = x.size(x.dim() - k + i) == normalized[i];
+  MIXT_CHECK_OP(trailing, c, "normalized_shape {} does not match the trailing dims of the input of shape {}",
+                normalized, x.sizes());
+  static const char* const what[] = {"weight", "bias"};
+  for (int i = 1; i <= n_params && i < c.n_in; ++i) {
+    const Tensor& p = c.in[i];
+    if (!p.defined()) continue;
+    MIXT_CHECK_OP(is_floating(p.dtype()), c, "expected a floating {}, got {}", what[i - 1], p.dtype());
+    MIXT_CHECK_OP(p.sizes() == normalized, c, "expected a {} of shape {} (normalized_shape), got {}", what[i - 1],
+                  normalized, p.sizes());
+  }
+  Shape stats;
+  for (int d = 0; d < x.dim() - k; ++d) stats.push_back(x.size(d));
+  return stats;
+}
+}  // namespace
+
+void layer_norm(const OpCall& c, OutputMeta* out) {
+  const Shape stats = norm_stats(c, c.attrs.get<attrs::LayerNorm>().normalized_shape, 2);
+  const ScalarType dt = c.in[0].dtype();
+  out[0] = {c.in[0].sizes(), dt};
+  out[1] = out[2] = {stats, accumulate_type(dt)};
+}
+
+void rms_norm(const OpCall& c, OutputMeta* out) {
+  const Shape stats = norm_stats(c, c.attrs.get<attrs::RmsNorm>().normalized_shape, 1);
+  const ScalarType dt = c.in[0].dtype();
+  out[0] = {c.in[0].sizes(), dt};
+  out[1] = {stats, accumulate_type(dt)};
+}
+
+namespace {
+// The window attributes (kernel, stride, padding, dilation), checked to be 1- or 2-D.
+template <class A>
+int window_rank(const OpCall& c, const A& a) {
+  const int r = a.kernel.size();
+  MIXT_CHECK_OP((r == 1 || r == 2) && a.stride.size() == r && a.padding.size() == r && a.dilation.size() == r, c,
+                "expected kernel, stride, padding and dilation for 1 or 2 spatial dims, got {}, {}, {}, {}", a.kernel,
+                a.stride, a.padding, a.dilation);
+  return r;
+}
+// The number of windows (output positions) over `spatial`.
+template <class A>
+int64_t window_blocks(const OpCall& c, const A& a, const Shape& spatial) {
+  const int r = window_rank(c, a);
+  MIXT_CHECK_OP(spatial.size() == r, c, "expected {} spatial sizes for a {}-D window, got {}", r, r, spatial);
+  int64_t blocks = 1;
+  for (int i = 0; i < r; ++i)
+    blocks = checked_mul(blocks, window_output_size(c, spatial[i], a.kernel[i], a.stride[i], a.padding[i], a.dilation[i]),
+                         op_name(c.op).data());
+  return blocks;
+}
+}  // namespace
+
+void im2col(const OpCall& c, OutputMeta* out) {
+  const auto& a = c.attrs.get<attrs::Im2col>();
+  const Tensor& x = c.in[0];
+  MIXT_CHECK_OP(is_floating(x.dtype()), c, "expected a floating input, got {}", x.dtype());
+  const int r = window_rank(c, a);
+  MIXT_CHECK_OP(x.dim() == r + 2, c, "expected an input [N, C, *spatial] with {} spatial dims, got shape {}", r,
+                x.sizes());
+  Shape spatial;
+  for (int i = 2; i < x.dim(); ++i) spatial.push_back(x.size(i));
+  const int64_t blocks = window_blocks(c, a, spatial);
+  out[0] = {Shape{x.size(0), checked_mul(x.size(1), a.kernel.numel(), "im2col"), blocks}, x.dtype()};
+}
+
+void col2im(const OpCall& c, OutputMeta* out) {
+  const auto& a = c.attrs.get<attrs::Col2im>();
+  const Tensor& cols = c.in[0];
+  MIXT_CHECK_OP(is_floating(cols.dtype()), c, "expected a floating input, got {}", cols.dtype());
+  const int64_t blocks = window_blocks(c, a, a.output_size);
+  MIXT_CHECK_OP(cols.dim() == 3, c, "expected columns [N, C * prod(kernel), L], got shape {}", cols.sizes());
+  const int64_t kn = a.kernel.numel();
+  MIXT_CHECK_OP(cols.size(1) % kn == 0, c, "dim 1 of the columns ({}) is not a multiple of the kernel size {}",
+                cols.size(1), kn);
+  MIXT_CHECK_OP(cols.size(2) == blocks, c,
+                "the columns hold {} blocks but the output size {} with this window gives {}", cols.size(2),
+                a.output_size, blocks);
+  Shape sizes{cols.size(0), cols.size(1) / kn};
+  for (int64_t s : a.output_size) sizes.push_back(s);
+  out[0] = {sizes, cols.dtype()};
+}
+
+}  // namespace mixt::meta
