@@ -1,6 +1,7 @@
-// A custom op, registered with the same API the built-in ops use: a schema,
-// a CPU kernel, and a typed front end that builds the OpCall. It checks its values
-// against the formula and the built-in composition, and that a bad dtype raises.
+// A custom op, registered with the same API the built-in ops use: a schema with a
+// meta function, a CPU kernel, and a typed front end that builds the OpCall. It checks
+// its values against the formula and the built-in composition, that a bad dtype
+// raises, and that the op runs on meta tensors (docs/meta.md).
 #include <cmath>
 #include <iostream>
 #include <string>
@@ -14,11 +15,22 @@ using namespace mixt;
 
 namespace {
 
+// What the op accepts: shared by the kernel and the meta function.
+void check_mish_input(const OpCall& c, const Tensor& x) {
+  MIXT_CHECK_OP(x.dtype() == kFloat32 || x.dtype() == kFloat64, c, "expects float32 or float64, got {}",
+                x.dtype());
+}
+
+// Meta function: the output has the input's shape and dtype.
+void mish_meta(const OpCall& c, OutputMeta* out) {
+  check_mish_input(c, c.in[0]);
+  out[0] = {c.in[0].sizes(), c.in[0].dtype()};
+}
+
 // Kernel: out = x * tanh(softplus(x)) ("mish"), float32 and float64.
 void mish_cpu(OpCall& c, DispatchKeySet) {
   const Tensor x = c.in[0].contiguous();
-  MIXT_CHECK_OP(x.dtype() == kFloat32 || x.dtype() == kFloat64, c, "expects float32 or float64, got {}",
-                x.dtype());
+  check_mish_input(c, x);
   Tensor out = make_empty(x.sizes(), x.dtype(), x.device());
   auto run = [&](auto* in, auto* o) {
     for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] * std::tanh(std::log1p(std::exp(in[i])));
@@ -31,7 +43,7 @@ void mish_cpu(OpCall& c, DispatchKeySet) {
 // Registers the op once and returns its id.
 OpId mish_op() {
   static const OpId id = [] {
-    OpId op = register_op({.name = "example::mish", .min_inputs = 1, .max_inputs = 1, .outputs = 1});
+    OpId op = register_op({.name = "example::mish", .min_inputs = 1, .max_inputs = 1, .outputs = 1, .meta = mish_meta});
     register_kernel(op, DispatchKey::CPU, mish_cpu);
     return op;
   }();
@@ -70,5 +82,16 @@ int main() {
     raised = std::string(e.what()).find("float32 or float64") != std::string::npos;
   }
   example::require(raised, "an int32 input raises mixt::Error naming the accepted dtypes");
+  // On the meta device the meta function runs: shapes and dtypes, no data.
+  const Tensor m = mish(empty({1024, 1024, 64}, {.dtype = kFloat64, .device = Device::meta()}));
+  std::cout << "on meta: " << m.describe() << "\n";
+  example::require(m.is_meta() && m.sizes() == Shape{1024, 1024, 64} && m.dtype() == kFloat64, "mish runs on meta");
+  raised = false;
+  try {
+    mish(empty({2}, {.dtype = kInt32, .device = Device::meta()}));
+  } catch (const Error&) {
+    raised = true;
+  }
+  example::require(raised, "an int32 meta input raises as on the CPU");
   return 0;
 }

@@ -2,6 +2,7 @@
 // matmul (numpy rules), linear, dot, mv and outer. attrs.dtype (out_dtype) is passed on to the GEMMs.
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/matmul_plan.h>
 #include <mixt/kernels/common/register.h>
 #include <mixt/runtime/ops.h>
 
@@ -68,10 +69,7 @@ void linear_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& x = c.in[0];
   const Tensor& w = c.in[1];
   const Tensor bias = c.n_in > 2 ? c.in[2] : Tensor();
-  MIXT_CHECK_OP(w.dim() == 2, c, "expected a 2-D weight [out_features, in_features], but got shape {}", w.sizes());
-  MIXT_CHECK_OP(x.dim() >= 1, c, "expected an input with at least one dimension, but got a 0-D tensor");
-  MIXT_CHECK_OP(x.size(-1) == w.size(1), c, "input of shape {} and weight of shape {} cannot be multiplied ({} != {})",
-                x.sizes(), w.sizes(), x.size(-1), w.size(1));
+  plan_linear(c);  // the checks the fused kernels make, with the same messages
   const ScalarType od = c.attrs.dtype;
   const Tensor wt = w.t();
   if (x.dim() == 2) {

@@ -5,6 +5,7 @@
 
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/runtime/dtype_visit.h>
+#include <mixt/runtime/ops.h>
 
 namespace mixt {
 namespace {
@@ -64,6 +65,42 @@ void check_step_parameter(const OpCall& c, size_t i, const Tensor& p, Device dev
   MIXT_CHECK_OP(p.device() == device && dtypes::contains(dtypes::kStandardFloat, p.dtype()) && p.is_contiguous(), c,
                 "parameter {} is {}: fused steps take contiguous float16/bfloat16/float32/float64 {} tensors", i,
                 p.describe(), device.type() == DeviceType::CPU ? "CPU" : device.str());
+}
+
+OutputMeta where_result(const OpCall& c) {
+  for (int i = 0; i < 3; ++i) MIXT_CHECK_OP(c.in[i].defined(), c, "input {} is undefined", i);
+  MIXT_CHECK_OP(c.in[0].dtype() == kBool, c, "the condition must be a bool tensor, got {}", c.in[0].dtype());
+  ScalarType dtype = ScalarType::Undefined;
+  try {
+    dtype = result_type({c.in[1], c.in[2]});
+  } catch (const Error& err) {
+    MIXT_FAIL_OP(c, "{}", err.message());
+  }
+  const Shape shape =
+      broadcast_shapes(broadcast_shapes(c.in[0].sizes(), c.in[1].sizes(), "where"), c.in[2].sizes(), "where");
+  return {shape, dtype};
+}
+
+Shape normalization_stats_shape(const OpCall& c, const Shape& normalized, int n_params) {
+  const Tensor& x = c.in[0];
+  MIXT_CHECK_OP(is_floating(x.dtype()), c, "expected a floating input, got {}", x.dtype());
+  const int k = normalized.size();
+  MIXT_CHECK_OP(k >= 1, c, "normalized_shape must have at least one dimension");
+  bool trailing = k <= x.dim();
+  for (int i = 0; trailing && i < k; ++i) trailing = x.size(x.dim() - k + i) == normalized[i];
+  MIXT_CHECK_OP(trailing, c, "normalized_shape {} does not match the trailing dims of the input of shape {}",
+                normalized, x.sizes());
+  static const char* const what[] = {"weight", "bias"};
+  for (int i = 1; i <= n_params && i < c.n_in; ++i) {
+    const Tensor& p = c.in[i];
+    if (!p.defined()) continue;
+    MIXT_CHECK_OP(is_floating(p.dtype()), c, "expected a floating {}, got {}", what[i - 1], p.dtype());
+    MIXT_CHECK_OP(p.sizes() == normalized, c, "expected a {} of shape {} (normalized_shape), got {}", what[i - 1],
+                  normalized, p.sizes());
+  }
+  Shape stats;
+  for (int d = 0; d < x.dim() - k; ++d) stats.push_back(x.size(d));
+  return stats;
 }
 
 }  // namespace mixt

@@ -23,4 +23,12 @@ void check_unscale_gradient(const OpCall& c, size_t i, const Tensor& g);
 // tensor on `device`.
 void check_step_parameter(const OpCall& c, size_t i, const Tensor& p, Device device);
 
+// where(condition, a, b): the condition is bool; returns the broadcast shape of all
+// three and the promoted dtype of a and b.
+OutputMeta where_result(const OpCall& c);
+// layer_norm, rms_norm: x is floating and `normalized` its trailing dims; the affine
+// parameters in[1..n_params] (when given) are floating of shape `normalized`. Returns
+// the statistics' shape (x's leading dims).
+Shape normalization_stats_shape(const OpCall& c, const Shape& normalized, int n_params);
+
 }  // namespace mixt

@@ -8,6 +8,7 @@
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/op_checks.h>
 #include <mixt/kernels/common/convert.h>
 #include <mixt/kernels/cpu/copy.h>
 #include <mixt/kernels/cpu/loops.h>
@@ -30,9 +31,6 @@ Tensor affine_param(const OpCall& c, int i, const Shape& normalized, const char*
   if (c.n_in <= i || !c.in[i].defined()) return Tensor();
   const Tensor& p = c.in[i];
   MIXT_CHECK_OP(p.is_cpu(), c, "the {} is on {}, expected the cpu", what, p.device());
-  MIXT_CHECK_OP(is_floating(p.dtype()), c, "expected a floating {}, got {}", what, p.dtype());
-  MIXT_CHECK_OP(p.sizes() == normalized, c, "expected a {} of shape {} (normalized_shape), got {}", what, normalized,
-                p.sizes());
   return p.to(kFloat64).contiguous();
 }
 
@@ -41,18 +39,11 @@ NormPlan plan_norm(const OpCall& c, bool has_bias) {
   const Shape& normalized = c.op == OpId::rms_norm ? c.attrs.get<attrs::RmsNorm>().normalized_shape
                                                    : c.attrs.get<attrs::LayerNorm>().normalized_shape;
   MIXT_CHECK_OP(x.is_cpu(), c, "the CPU kernel got a tensor on {}", x.device());
-  MIXT_CHECK_OP(is_floating(x.dtype()), c, "expected a floating input, got {}", x.dtype());
-  const int k = normalized.size();
-  MIXT_CHECK_OP(k >= 1, c, "normalized_shape must have at least one dimension");
-  bool trailing = k <= x.dim();
-  for (int i = 0; trailing && i < k; ++i) trailing = x.size(x.dim() - k + i) == normalized[i];
-  MIXT_CHECK_OP(trailing, c, "normalized_shape {} does not match the trailing dims of the input of shape {}",
-                normalized, x.sizes());
   NormPlan p;
+  p.stat_sizes = normalization_stats_shape(c, normalized, has_bias ? 2 : 1);
   p.x = x.contiguous();
   p.weight = affine_param(c, 1, normalized, "weight");
   if (has_bias) p.bias = affine_param(c, 2, normalized, "bias");
-  for (int d = 0; d < x.dim() - k; ++d) p.stat_sizes.push_back(x.size(d));
   p.cols = normalized.numel();
   p.rows = p.stat_sizes.numel();
   return p;

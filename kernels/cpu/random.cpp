@@ -93,7 +93,7 @@ void normal_kernel(OpCall& c, DispatchKeySet) {
   visit_dtype<dtypes::kFloating>(self.dtype(), "normal_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     generate<T>(c, self, [=](const philox::Block& b, T* out, int lanes) {
-      double z[4];
+      double z[4] = {};
       if constexpr (rng::per_block<T>() == 2) {
         rng::box_muller(rng::uniform64(b, 0), rng::uniform64(b, 1), &z[0], &z[1]);
       } else {

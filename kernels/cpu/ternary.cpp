@@ -2,6 +2,7 @@
 // in-place forms) and where, with broadcasting of all operands.
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/op_checks.h>
 #include <mixt/kernels/common/functors.h>
 #include <mixt/kernels/cpu/elementwise_loops.h>
 #include <mixt/kernels/cpu/register.h>
@@ -71,18 +72,9 @@ void lerp_kernel(OpCall& c, DispatchKeySet) {
 // all three broadcast together.
 void where_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& cond = c.in[0];
-  for (int i = 0; i < 3; ++i) MIXT_CHECK_OP(c.in[i].defined(), c, "input {} is undefined", i);
-  MIXT_CHECK_OP(cond.dtype() == kBool, c, "the condition must be a bool tensor, got {}", cond.dtype());
+  const auto [shape, dtype] = where_result(c);
   for (int i = 0; i < 3; ++i)
     MIXT_CHECK_OP(c.in[i].is_cpu(), c, "expected CPU tensors, but input {} is on {}", i, c.in[i].device());
-  ScalarType dtype = ScalarType::Undefined;
-  try {
-    dtype = result_type({c.in[1], c.in[2]});
-  } catch (const Error& err) {
-    MIXT_FAIL_OP(c, "{}", err.message());
-  }
-  const Shape shape =
-      broadcast_shapes(broadcast_shapes(cond.sizes(), c.in[1].sizes(), "where"), c.in[2].sizes(), "where");
   const Tensor a = c.in[1].to(dtype), b = c.in[2].to(dtype);
   Tensor out = make_empty(shape, dtype, Device::cpu());
   visit_dtype(dtype, "where", [&](auto tag) {

@@ -71,18 +71,6 @@ void lerp(const OpCall& c, OutputMeta* out) {
   planned(c, 3, {P, kFloating, true}, out);
 }
 
-void where(const OpCall& c, OutputMeta* out) {
-  for (int i = 0; i < 3; ++i) MIXT_CHECK_OP(c.in[i].defined(), c, "input {} is undefined", i);
-  MIXT_CHECK_OP(c.in[0].dtype() == kBool, c, "the condition must be a bool tensor, got {}", c.in[0].dtype());
-  ScalarType dtype = ScalarType::Undefined;
-  try {
-    dtype = result_type({c.in[1], c.in[2]});
-  } catch (const Error& err) {
-    MIXT_FAIL_OP(c, "{}", err.message());
-  }
-  const Shape shape =
-      broadcast_shapes(broadcast_shapes(c.in[0].sizes(), c.in[1].sizes(), "where"), c.in[2].sizes(), "where");
-  out[0] = {shape, dtype};
-}
+void where(const OpCall& c, OutputMeta* out) { out[0] = where_result(c); }
 
 }  // namespace mixt::meta

@@ -1,6 +1,7 @@
 // Meta rules of softmax, the normalizations and im2col / col2im.
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/conv_geometry.h>
+#include <mixt/kernels/common/op_checks.h>
 #include <mixt/kernels/meta/rules.h>
 
 namespace mixt::meta {
@@ -15,41 +16,15 @@ void softmax(const OpCall& c, OutputMeta* out) {
   out[0] = {in.sizes(), dt == ScalarType::Undefined ? in.dtype() : dt};
 }
 
-namespace {
-// The statistics' sizes of a normalization over `normalized` (its trailing dims), after
-// checking the input and the affine parameters in[1..n_params].
-Shape norm_stats(const OpCall& c, const Shape& normalized, int n_params) {
-  const Tensor& x = c.in[0];
-  MIXT_CHECK_OP(is_floating(x.dtype()), c, "expected a floating input, got {}", x.dtype());
-  const int k = normalized.size();
-  MIXT_CHECK_OP(k >= 1, c, "normalized_shape must have at least one dimension");
-  bool trailing = k <= x.dim();
-  for (int i = 0; trailing && i < k; ++i) trailing = x.size(x.dim() - k + i) == normalized[i];
-  MIXT_CHECK_OP(trailing, c, "normalized_shape {} does not match the trailing dims of the input of shape {}",
-                normalized, x.sizes());
-  static const char* const what[] = {"weight", "bias"};
-  for (int i = 1; i <= n_params && i < c.n_in; ++i) {
-    const Tensor& p = c.in[i];
-    if (!p.defined()) continue;
-    MIXT_CHECK_OP(is_floating(p.dtype()), c, "expected a floating {}, got {}", what[i - 1], p.dtype());
-    MIXT_CHECK_OP(p.sizes() == normalized, c, "expected a {} of shape {} (normalized_shape), got {}", what[i - 1],
-                  normalized, p.sizes());
-  }
-  Shape stats;
-  for (int d = 0; d < x.dim() - k; ++d) stats.push_back(x.size(d));
-  return stats;
-}
-}  // namespace
-
 void layer_norm(const OpCall& c, OutputMeta* out) {
-  const Shape stats = norm_stats(c, c.attrs.get<attrs::LayerNorm>().normalized_shape, 2);
+  const Shape stats = normalization_stats_shape(c, c.attrs.get<attrs::LayerNorm>().normalized_shape, 2);
   const ScalarType dt = c.in[0].dtype();
   out[0] = {c.in[0].sizes(), dt};
   out[1] = out[2] = {stats, accumulate_type(dt)};
 }
 
 void rms_norm(const OpCall& c, OutputMeta* out) {
-  const Shape stats = norm_stats(c, c.attrs.get<attrs::RmsNorm>().normalized_shape, 1);
+  const Shape stats = normalization_stats_shape(c, c.attrs.get<attrs::RmsNorm>().normalized_shape, 1);
   const ScalarType dt = c.in[0].dtype();
   out[0] = {c.in[0].sizes(), dt};
   out[1] = {stats, accumulate_type(dt)};

@@ -37,7 +37,8 @@ void autograd_kernel(OpCall& c, DispatchKeySet keys) {
   // A backend without a kernel of its own runs the op's composite here, above
   // autograd: the ops it calls record themselves (Note [Composite and backend kernels]).
   const OpEntry& entry = op_entry(c.op);
-  if (entry.runs_composite((keys & DispatchKeySet::backends()).highest())) {
+  const DispatchKeySet backend = keys & DispatchKeySet::backends();
+  if (!backend.empty() && entry.runs_composite(backend.highest())) {
     entry.composite(c, keys);
     return;
   }
