@@ -21,6 +21,7 @@
 #include <omp.h>
 
 #include <mixt/kernels/cpu/loops.h>
+#include <mixt/runtime/checked.h>
 #include <mixt/runtime/dtype.h>
 #include <mixt/runtime/tensor.h>
 
@@ -39,18 +40,29 @@ struct ReduceGeometry {
 // neighbours that are contiguous with each other.
 inline ReduceGeometry make_reduce_geometry(const Tensor& in, uint32_t mask) {
   ReduceGeometry g;
+  if (in.numel() == 0) {
+    // Nothing is read: only the output's extent matters, and an empty input's strides
+    // (and the products of its other sizes) are not bounded by any storage.
+    Shape kept;
+    for (int d = 0; d < in.dim(); ++d)
+      if (!(mask & (1u << d))) kept.push_back(in.sizes()[d]);
+    g.out_numel = checked_numel(kept, "reduction");
+    g.red_numel = 0;
+    return g;
+  }
   const int64_t es = in.element_size();
   int64_t rs[kMaxDims], rst[kMaxDims];
   int nr = 0;
   for (int d = in.dim() - 1; d >= 0; --d) {
-    const int64_t size = in.sizes()[d], stride = in.strides()[d] * es;
+    const int64_t size = in.sizes()[d];
+    if (size == 1) continue;  // a size-1 dim's stride is never stepped (and is unbounded)
+    const int64_t stride = in.strides()[d] * es;  // bounded: the storage covers the view
     if (mask & (1u << d)) {
       g.red_numel *= size;
-      if (size != 1) rs[nr] = size, rst[nr] = stride, ++nr;
+      rs[nr] = size, rst[nr] = stride, ++nr;
       continue;
     }
     g.out_numel *= size;
-    if (size == 1) continue;
     if (g.nkept > 0 && stride == g.kept_strides[g.nkept - 1] * g.kept_sizes[g.nkept - 1]) {
       g.kept_sizes[g.nkept - 1] *= size;
     } else {
