@@ -13,7 +13,7 @@
 #include <mixt/mixt.h>
 
 #include "bench_amp.h"
-#include "bench_util.h"
+#include "bench_json.h"
 
 namespace mixt::bench {
 namespace {
@@ -50,16 +50,11 @@ struct CompositeAdamW : optim::AdamW {
   }
 };
 
-void row(const char* what, double bytes, double seconds, double copy_gbs) {
-  const double gbs = bytes / seconds / 1e9;
-  std::printf("| %-44s | %9.2f | %7.1f | %5.2f |\n", what, seconds * 1e3, gbs, gbs / copy_gbs);
-}
-
 }  // namespace
 
-int run_amp(int argc, char** argv) {
-  const int64_t total = int_option(argc, argv, "--elements", 100'000'000);
-  const int reps = static_cast<int>(int_option(argc, argv, "--reps", 5));
+int run_amp(const cli::Args& args) {
+  const int64_t total = args.integer("--elements");
+  const int reps = static_cast<int>(args.integer("--reps"));
   const double bytes = static_cast<double>(total) * 4;
 
   // The peer: memcpy of the same number of bytes (read + write), on one thread and
@@ -75,6 +70,13 @@ int run_amp(int argc, char** argv) {
     }
   });
   const double copy_gbs = 2 * bytes / std::min(copy1_s, copyn_s) / 1e9;
+  Json rows = Json::array();
+  // Prints one table row and keeps it for the JSON figures.
+  auto row = [&](const char* what, double moved, double seconds, double copy) {
+    const double gbs = moved / seconds / 1e9;
+    std::printf("| %-44s | %9.2f | %7.1f | %5.2f |\n", what, seconds * 1e3, gbs, gbs / copy);
+    rows.push_back({{"operation", what}, {"bytes", moved}, {"ms", seconds * 1e3}, {"gbs", gbs}, {"x_copy", gbs / copy}});
+  };
   src = {};
   dst = {};
 
@@ -142,7 +144,25 @@ int run_amp(int argc, char** argv) {
     row("AdamW step, composite ops (reference path)", 7 * bytes, composite_s, copy_gbs);
   }
   std::printf("\nGB/s counts the bytes each operation must move; xcopy = its rate / the faster memcpy's rate.\n");
+  write_figures(args.text("--json"), {{"command", "amp"},
+                                      {"elements", total},
+                                      {"reps", reps},
+                                      {"omp_threads", omp_get_max_threads()},
+                                      {"copy_gbs", copy_gbs},
+                                      {"rows", rows}});
   return 0;
+}
+
+cli::Command amp_command() {
+  return {.name = "amp",
+          .summary = "the grad scaler's unscale + check and a full scaler step, in GB/s against memcpy",
+          .options = {{.name = "--elements", .kind = cli::Kind::Int, .metavar = "N",
+                       .help = "float32 gradient elements in all, split into 200 and into 2000 tensors",
+                       .default_value = "100000000", .min = 2000},
+                      {.name = "--reps", .kind = cli::Kind::Int, .metavar = "R", .help = "timed runs, the best is shown",
+                       .default_value = "5", .max = 1'000'000},
+                      cli::json_option()},
+          .run = run_amp};
 }
 
 }  // namespace mixt::bench

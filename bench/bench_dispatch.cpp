@@ -6,6 +6,7 @@
 #include <mixt/mixt.h>
 
 #include "bench_dispatch.h"
+#include "bench_json.h"
 #include "bench_util.h"
 
 namespace mixt::bench {
@@ -26,8 +27,8 @@ void print_row(const Row& r) {
 
 }  // namespace
 
-int run_dispatch(int argc, char** argv) {
-  const int64_t iters = int_option(argc, argv, "--iters", 200000);
+int run_dispatch(const cli::Args& args) {
+  const int64_t iters = args.integer("--iters");
   Tensor a = randn({4, 4}), b = randn({4, 4});
   volatile int64_t sink = 0;
 
@@ -129,7 +130,33 @@ int run_dispatch(int argc, char** argv) {
   std::printf("%-44s %10.1f / %.1f   (+%.1f ns)\n", "no-op op, lower policy, off / on (cached w)", noop_off, noop_on,
               noop_on - noop_off);
   std::printf("target: autocast adds < 100 ns per op (LibTorch: mm 1343 ns -> 2829 ns under autocast)\n");
+
+  Json ops = Json::array();
+  for (const Row& r : rows)
+    ops.push_back({{"op", r.name}, {"dispatched_ns", r.dispatched}, {"direct_ns", r.direct},
+                   {"overhead_ns", r.dispatched - r.direct}, {"ratio", r.dispatched / r.direct}});
+  const auto pair = [](double off, double on) { return Json{{"off_ns", off}, {"on_ns", on}}; };
+  write_figures(args.text("--json"),
+                {{"command", "dispatch"},
+                 {"iters", iters},
+                 {"ops", ops},
+                 {"autocast",
+                  {{"device", "cpu"},
+                   {"dtype", "bfloat16"},
+                   {"mm_bf16_param_cached_cast", pair(mm_low, mm_autocast)},
+                   {"mm_f32_param", pair(mm_f32, mm_autocast_f32_input)},
+                   {"add_pass_through", pair(add_off, add_autocast)},
+                   {"noop_lower_policy", pair(noop_off, noop_on)}}}});
   return 0;
+}
+
+cli::Command dispatch_command() {
+  return {.name = "dispatch",
+          .summary = "ns/op of add and mm on 4x4 CPU tensors, dispatched vs direct, and autocast's cost",
+          .options = {{.name = "--iters", .kind = cli::Kind::Int, .metavar = "N",
+                       .help = "calls per timed run, best of 7 runs", .default_value = "200000"},
+                      cli::json_option()},
+          .run = run_dispatch};
 }
 
 }  // namespace mixt::bench

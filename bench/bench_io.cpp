@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -23,7 +24,7 @@
 #include <mixt/runtime/io/safetensors.h>
 
 #include "bench_io.h"
-#include "bench_util.h"
+#include "bench_json.h"
 
 namespace mixt::bench {
 namespace {
@@ -38,13 +39,6 @@ double cpu_seconds() {
   timespec ts;
   ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-// Value of `--name TEXT` in argv, or `fallback`.
-std::string text_option(int argc, char** argv, const char* name, const char* fallback) {
-  for (int i = 0; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
-  return fallback;
 }
 
 // Fails the benchmark with the errno text of a failed system call.
@@ -98,14 +92,23 @@ void plain_read(const std::string& path, char* buf, size_t n) {
   ::close(fd);
 }
 
-void throughput_row(const char* what, double bytes, Seconds s, double reference_mbs) {
+// The JSON figures of one timed operation.
+Json timing(const char* what, Seconds s) {
+  return {{"operation", what}, {"wall_ms", s.wall * 1e3}, {"cpu_ms", s.cpu * 1e3}};
+}
+
+void throughput_row(const char* what, double bytes, Seconds s, double reference_mbs, Json& rows) {
   const double mbs = bytes / s.wall / 1e6;
   std::printf("| %-30s | %8.1f | %8.1f | %8.0f | %5.2f |\n", what, s.wall * 1e3, s.cpu * 1e3, mbs, mbs / reference_mbs);
+  Json row = timing(what, s);
+  row["mb_per_s"] = mbs;
+  row["ratio"] = mbs / reference_mbs;
+  rows.push_back(std::move(row));
 }
 
 // Large tensors: save and load against plain write and read of the same bytes
 // on the same file system.
-void bench_large(const std::string& dir, int64_t mib, int64_t reps) {
+void bench_large(const std::string& dir, int64_t mib, int64_t reps, Json& figures) {
   constexpr int64_t kTensors = 8;
   const int64_t each = mib * (int64_t{1} << 20) / 4 / kTensors;
   io::StateDict dict;
@@ -128,16 +131,18 @@ void bench_large(const std::string& dir, int64_t mib, int64_t reps) {
   std::printf("| %-30s | %8s | %8s | %8s | %5s |\n|---|---|---|---|---|\n", "operation", "wall ms", "CPU ms", "MB/s",
               "ratio");
   const double b = static_cast<double>(bytes);
-  throughput_row("plain write + fsync", b, w_plain, b / w_plain.wall / 1e6);
-  throughput_row("save_safetensors (atomic)", b, w_save, b / w_plain.wall / 1e6);
-  throughput_row("plain read", b, r_plain, b / r_plain.wall / 1e6);
-  throughput_row("load_safetensors", b, r_load, b / r_plain.wall / 1e6);
+  Json rows = Json::array();
+  throughput_row("plain write + fsync", b, w_plain, b / w_plain.wall / 1e6, rows);
+  throughput_row("save_safetensors (atomic)", b, w_save, b / w_plain.wall / 1e6, rows);
+  throughput_row("plain read", b, r_plain, b / r_plain.wall / 1e6, rows);
+  throughput_row("load_safetensors", b, r_load, b / r_plain.wall / 1e6, rows);
+  figures["large"] = {{"tensors", kTensors}, {"bytes", bytes}, {"reps", reps}, {"rows", rows}};
   fs::remove(path);
   fs::remove(plain);
 }
 
 // Many small tensors: tensors/s of save and load.
-void bench_small(const std::string& dir, int64_t count, int64_t reps) {
+void bench_small(const std::string& dir, int64_t count, int64_t reps, Json& figures) {
   io::StateDict dict;
   const Tensor value = full({4}, 1.5);
   for (int64_t i = 0; i < count; ++i) dict.tensors.emplace_back(fmt::format("block.{}.bias", i), value);
@@ -157,9 +162,15 @@ void bench_small(const std::string& dir, int64_t count, int64_t reps) {
               static_cast<long long>(reps));
   std::printf("| %-30s | %8s | %8s | %12s |\n|---|---|---|---|\n", "operation", "wall ms", "CPU ms", "tensors/s");
   const double n = static_cast<double>(count);
+  Json rows = Json::array();
   for (const auto& [what, s] : {std::pair{"save_safetensors", save}, std::pair{"load_safetensors", load},
-                                std::pair{"StateDict set + find of each", set}})
+                                std::pair{"StateDict set + find of each", set}}) {
     std::printf("| %-30s | %8.1f | %8.1f | %12.0f |\n", what, s.wall * 1e3, s.cpu * 1e3, n / s.wall);
+    Json row = timing(what, s);
+    row["tensors_per_s"] = n / s.wall;
+    rows.push_back(std::move(row));
+  }
+  figures["small"] = {{"tensors", count}, {"reps", reps}, {"rows", rows}};
   fs::remove(path);
 }
 
@@ -176,7 +187,7 @@ std::string empty_entry(const std::string& name) {
 }
 
 // Parses `bytes`; prints the time and whether they loaded or were refused.
-void header_row(const char* what, const std::string& bytes) {
+void header_row(const char* what, const std::string& bytes, Json& rows) {
   std::string outcome;
   const Seconds s = timed([&] {
     try {
@@ -188,23 +199,26 @@ void header_row(const char* what, const std::string& bytes) {
   std::printf("| %-46s | %8.2f | %8.3f | %8.3f | %-21s |\n", what, static_cast<double>(bytes.size()) / 1e6, s.wall,
               s.cpu, outcome.c_str());
   std::fflush(stdout);
+  rows.push_back({{"file", what}, {"mb", static_cast<double>(bytes.size()) / 1e6}, {"wall_s", s.wall},
+                  {"cpu_s", s.cpu}, {"outcome", outcome}});
 }
 
 // Header parsing: files built to be slow to parse.
-void bench_headers(int64_t header_mb) {
+void bench_headers(int64_t header_mb, Json& figures) {
+  Json rows = Json::array();
   std::printf("\nheaders: time to parse or refuse crafted files (in memory)\n\n");
   std::printf("| %-46s | %8s | %8s | %8s | %-21s |\n|---|---|---|---|---|\n", "file", "MB", "wall s", "CPU s",
               "outcome");
   std::string h = "{";
   for (int i = 0; i < 50'000; ++i) h += fmt::format("\"{}\":{{}},", i);
   h.back() = '}';
-  header_row("50,000 empty objects", file_of(h));
+  header_row("50,000 empty objects", file_of(h), rows);
   for (int count : {20'000, 200'000}) {
     h.clear();
     h.push_back('{');
     for (int i = 0; i < count; ++i) h.append(empty_entry(fmt::format("t{}", i))).append(",");
     h.back() = '}';
-    header_row(fmt::format("{} zero-size tensors", count).c_str(), file_of(h));
+    header_row(fmt::format("{} zero-size tensors", count).c_str(), file_of(h), rows);
   }
   // Near the size limit: zero-size tensors, the last one malformed (refused after a full parse).
   const size_t limit = static_cast<size_t>(header_mb) * 1'000'000;
@@ -213,34 +227,59 @@ void bench_headers(int64_t header_mb) {
   for (int i = 0; h.size() + 200 < limit; ++i) h.append(empty_entry(fmt::format("t{}", i))).append(",");
   h += "\"last\":{}}";
   header_row(fmt::format("{:.0f} MB of zero-size tensors, last one bad", static_cast<double>(h.size()) / 1e6).c_str(),
-             file_of(h));
+             file_of(h), rows);
+  figures["headers"] = rows;
 }
 
 }  // namespace
 
-int run_io(int argc, char** argv) {
-  const int64_t mib = int_option(argc, argv, "--mib", 1024);
-  const int64_t small = int_option(argc, argv, "--small", 200'000);
-  const int64_t reps = int_option(argc, argv, "--reps", 3);
-  const int64_t header_mb = int_option(argc, argv, "--header-mb", 99);
-  const std::string only = text_option(argc, argv, "--only", "large,small,headers");
-  std::string dir = text_option(argc, argv, "--dir", "");
+int run_io(const cli::Args& args) {
+  const int64_t mib = args.integer("--mib");
+  const int64_t small = args.integer("--small");
+  const int64_t reps = args.integer("--reps");
+  const int64_t header_mb = args.integer("--header-mb");
+  const std::vector<std::string> only = args.list("--only");
+  const auto part = [&](const char* name) { return std::find(only.begin(), only.end(), name) != only.end(); };
+  std::string dir = args.text("--dir");
   const bool own_dir = dir.empty();
   if (own_dir) {
     dir = (fs::temp_directory_path() / fmt::format("mixt_bench_io_{}", ::getpid())).string();
     fs::create_directories(dir);
   }
   std::printf("mixt-bench io: safetensors save/load on the CPU\n");
+  Json figures = {{"command", "io"}};
   try {
-    if (only.find("large") != std::string::npos) bench_large(dir, mib, reps);
-    if (only.find("small") != std::string::npos) bench_small(dir, small, reps);
-    if (only.find("headers") != std::string::npos) bench_headers(header_mb);
+    if (part("large")) bench_large(dir, mib, reps, figures);
+    if (part("small")) bench_small(dir, small, reps, figures);
+    if (part("headers")) bench_headers(header_mb, figures);
   } catch (...) {
     if (own_dir) fs::remove_all(dir);
     throw;
   }
   if (own_dir) fs::remove_all(dir);
+  write_figures(args.text("--json"), figures);
   return 0;
+}
+
+cli::Command io_command() {
+  using cli::Kind;
+  return {.name = "io",
+          .summary = "safetensors save/load against plain file I/O, many small tensors, crafted headers",
+          .options = {{.name = "--mib", .kind = Kind::Int, .metavar = "M", .help = "MiB in the large part, 8 tensors",
+                       .default_value = "1024", .max = int64_t{1} << 20},
+                      {.name = "--small", .kind = Kind::Int, .metavar = "N",
+                       .help = "tensors of 4 float32 elements in the small part", .default_value = "200000"},
+                      {.name = "--reps", .kind = Kind::Int, .metavar = "R", .help = "timed runs, the best is shown",
+                       .default_value = "3"},
+                      {.name = "--header-mb", .kind = Kind::Int, .metavar = "H",
+                       .help = "MB of the largest crafted header; the loader's limit is 100",
+                       .default_value = "99", .max = 1000},
+                      {.name = "--dir", .kind = Kind::Text, .metavar = "PATH",
+                       .help = "folder for the files (default: a new folder in the temp dir, removed after)"},
+                      {.name = "--only", .kind = Kind::List, .metavar = "PARTS", .help = "the parts to run",
+                       .default_value = "large,small,headers", .choices = {"large", "small", "headers"}},
+                      cli::json_option()},
+          .run = run_io};
 }
 
 }  // namespace mixt::bench

@@ -4,9 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <string>
 #include <utility>
 
 namespace mixt::bench {
@@ -44,13 +41,6 @@ std::pair<double, double> ns_per_call_pair(A&& a, B&& b, int64_t iters, int reps
     best_b = std::min(best_b, time(b));
   }
   return {best_a, best_b};
-}
-
-// Value of `--name N` in argv, or `fallback`.
-inline int64_t int_option(int argc, char** argv, const char* name, int64_t fallback) {
-  for (int i = 0; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return std::strtoll(argv[i + 1], nullptr, 10);
-  return fallback;
 }
 
 }  // namespace mixt::bench

@@ -1,0 +1,333 @@
+// mixt-bench's option parser (bench/bench_cli.h): help exits 0 on stdout; unknown
+// options, missing or malformed values and stray words exit 2 with the usage on
+// stderr before the command runs; defaults fill what is not given; `--device cuda`
+// without a usable GPU fails with "CUDA is not available" (exit 1). And the two
+// commands whose --device used to be ignored: `policy --device cuda` prints CUDA's
+// table, `explain --device cuda` rehearses CUDA's float16 policy on the CPU.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <mixt/mixt.h>
+#include <mixt/runtime/cuda.h>
+
+#include "bench_autocast.h"
+#include "bench_cli.h"
+#include "temp_dir.h"
+#include "test_util.h"
+
+using namespace mixt;
+using namespace mixt::bench;
+using Catch::Contains;
+using Catch::StartsWith;
+using mixt::testing::error_of;
+using mixt::testing::read_file;
+
+namespace {
+
+// What one run of run_main printed and returned.
+struct Run {
+  int status = -1;
+  std::string out, err;
+};
+
+// Points file descriptor `fd` at a temporary file until destroyed, then restores it.
+class Capture {
+ public:
+  explicit Capture(int fd) : fd_(fd), file_(std::tmpfile()), saved_(::dup(fd)) {
+    std::fflush(nullptr);
+    ::dup2(::fileno(file_), fd_);
+  }
+  ~Capture() {
+    restore();
+    std::fclose(file_);
+  }
+  // Restores the descriptor and returns what was written to it.
+  std::string text() {
+    restore();
+    std::string s;
+    std::rewind(file_);
+    for (int c; (c = std::fgetc(file_)) != EOF;) s.push_back(static_cast<char>(c));
+    return s;
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(nullptr);
+    ::dup2(saved_, fd_);
+    ::close(saved_);
+    saved_ = -1;
+  }
+  int fd_;
+  std::FILE* file_;
+  int saved_;
+};
+
+// Runs `mixt-bench <words...>` against `commands`, capturing stdout and stderr.
+Run run(const std::vector<cli::Command>& commands, const std::vector<std::string>& words) {
+  std::vector<const char*> argv = {"mixt-bench"};
+  for (const std::string& w : words) argv.push_back(w.c_str());
+  Run r;
+  Capture out(1), err(2);
+  r.status = cli::run_main(commands, static_cast<int>(argv.size()), argv.data());
+  r.out = out.text();
+  r.err = err.text();
+  return r;
+}
+
+// A command with one option of each kind that records what it was run with.
+struct Probe {
+  int runs = 0;
+  int64_t iters = 0, reps = 0;
+  std::string dir;
+  std::vector<std::string> only;
+  bool quick = false;
+  Device device;
+
+  std::vector<cli::Command> commands(bool needs_usable_device = false) {
+    using cli::Kind;
+    cli::Command c{.name = "probe",
+                   .summary = "records its options",
+                   .options = {{.name = "--iters", .kind = Kind::Int, .metavar = "N", .help = "calls",
+                                .default_value = "200000"},
+                               {.name = "--reps", .kind = Kind::Int, .metavar = "R", .help = "runs",
+                                .default_value = "3", .min = 1, .max = 10},
+                               {.name = "--dir", .kind = Kind::Text, .metavar = "PATH", .help = "folder"},
+                               {.name = "--only", .kind = Kind::List, .metavar = "PARTS", .help = "parts",
+                                .default_value = "large,small", .choices = {"large", "small", "headers"}},
+                               {.name = "--quick", .kind = Kind::Flag, .help = "fewer runs"},
+                               cli::device_option("where", needs_usable_device)},
+                   .run = [this](const cli::Args& a) {
+                     ++runs;
+                     iters = a.integer("--iters");
+                     reps = a.integer("--reps");
+                     dir = a.text("--dir");
+                     only = a.list("--only");
+                     quick = a.flag("--quick");
+                     device = a.device();
+                     return 0;
+                   }};
+    cli::Command other{.name = "other", .summary = "does nothing", .run = [](const cli::Args&) { return 0; }};
+    return {c, other};
+  }
+};
+
+// Checks that `words` are refused with exit status 2, `message` and the usage on stderr, and nothing run.
+void check_refused(const std::vector<std::string>& words, const std::string& message) {
+  Probe p;
+  const Run r = run(p.commands(), words);
+  INFO(r.err);
+  CHECK(r.status == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, StartsWith("mixt-bench probe: " + message + "\n"));
+  CHECK_THAT(r.err, Contains("usage: mixt-bench probe [--iters N] [--reps R]"));
+  CHECK(p.runs == 0);
+}
+
+}  // namespace
+
+TEST_CASE("mixt-bench --help lists the subcommands; none or an unknown one exits 2", "[bench_cli]") {
+  Probe p;
+  for (const char* help : {"--help", "-h"}) {
+    const Run r = run(p.commands(), {help});
+    CHECK(r.status == 0);
+    CHECK_THAT(r.out, StartsWith("usage: mixt-bench <subcommand> [options]\n"));
+    CHECK_THAT(r.out, Contains("  probe  records its options\n") && Contains("  other  does nothing\n"));
+    CHECK(r.err.empty());
+  }
+  const Run none = run(p.commands(), {});
+  CHECK(none.status == 2);
+  CHECK(none.out.empty());
+  CHECK_THAT(none.err, StartsWith("usage: mixt-bench <subcommand>"));
+  const Run unknown = run(p.commands(), {"probes", "--iters", "3"});
+  CHECK(unknown.status == 2);
+  CHECK_THAT(unknown.err, StartsWith("mixt-bench: unknown subcommand 'probes'\nusage: mixt-bench <subcommand>"));
+  CHECK(p.runs == 0);
+}
+
+TEST_CASE("a subcommand's --help prints its usage to stdout and exits 0 without running it", "[bench_cli]") {
+  for (const std::vector<std::string>& words :
+       {std::vector<std::string>{"probe", "--help"}, {"probe", "-h"}, {"probe", "--iters", "5", "--help"}}) {
+    Probe p;
+    const Run r = run(p.commands(), words);
+    CHECK(r.status == 0);
+    CHECK(r.err.empty());
+    CHECK(p.runs == 0);
+    CHECK_THAT(r.out, StartsWith("usage: mixt-bench probe [--iters N] [--reps R] [--dir PATH] [--only PARTS] "
+                                 "[--quick] [--device cpu|cuda]\nrecords its options\n"));
+    CHECK_THAT(r.out, Contains("  --iters N          calls (default: 200000)\n"));
+    CHECK_THAT(r.out, Contains("  --quick            fewer runs\n"));
+    CHECK_THAT(r.out, Contains("  -h, --help         print this help and exit\n"));
+  }
+}
+
+TEST_CASE("an unknown option exits 2 with the error and the usage on stderr", "[bench_cli]") {
+  check_refused({"probe", "--iter", "5"}, "unknown option '--iter'");
+  check_refused({"probe", "--iters", "5", "-x"}, "unknown option '-x'");
+  check_refused({"probe", "--quick=yes"}, "--quick takes no value");
+}
+
+TEST_CASE("an option without its value exits 2", "[bench_cli]") {
+  check_refused({"probe", "--iters"}, "--iters needs a value N");
+  check_refused({"probe", "--iters", "--reps", "2"}, "--iters needs a value N");
+  check_refused({"probe", "--dir"}, "--dir needs a value PATH");
+}
+
+TEST_CASE("a malformed or out-of-range number exits 2", "[bench_cli]") {
+  check_refused({"probe", "--iters", "12x"}, "--iters expects an integer N, got '12x'");
+  check_refused({"probe", "--iters", "1e6"}, "--iters expects an integer N, got '1e6'");
+  check_refused({"probe", "--iters", ""}, "--iters expects an integer N, got ''");
+  check_refused({"probe", "--iters", " 3"}, "--iters expects an integer N, got ' 3'");
+  check_refused({"probe", "--iters=abc"}, "--iters expects an integer N, got 'abc'");
+  check_refused({"probe", "--iters", "0"}, "--iters must be at least 1, got 0");
+  check_refused({"probe", "--iters", "-5"}, "--iters must be at least 1, got -5");
+  check_refused({"probe", "--reps", "11"}, "--reps must be between 1 and 10, got 11");
+  check_refused({"probe", "--iters", "99999999999999999999"},
+                "--iters 99999999999999999999: out of the range of a 64-bit integer");
+}
+
+TEST_CASE("stray words, repeated options, bad list items and bad devices exit 2", "[bench_cli]") {
+  check_refused({"probe", "cuda"}, "unexpected argument 'cuda'");
+  check_refused({"probe", "--iters", "5", "6"}, "unexpected argument '6'");
+  check_refused({"probe", "--iters", "5", "--iters=6"}, "--iters given twice");
+  check_refused({"probe", "--quick", "--quick"}, "--quick given twice");
+  check_refused({"probe", "--only", "large,fast"}, "--only: unknown item 'fast' in 'large,fast' (items: large, small, headers)");
+  check_refused({"probe", "--only", "large,"}, "--only: unknown item '' in 'large,' (items: large, small, headers)");
+  check_refused({"probe", "--device", "gpu"}, "--device expects cpu or cuda[:N], got 'gpu'");
+  check_refused({"probe", "--device", "meta"}, "--device expects cpu or cuda[:N], got 'meta'");
+}
+
+TEST_CASE("options not given take their defaults; given ones, in either spelling, override them", "[bench_cli]") {
+  Probe p;
+  const Run defaults = run(p.commands(), {"probe"});
+  CHECK(defaults.status == 0);
+  CHECK(p.runs == 1);
+  CHECK(p.iters == 200000);
+  CHECK(p.reps == 3);
+  CHECK(p.dir.empty());
+  CHECK(p.only == std::vector<std::string>{"large", "small"});
+  CHECK_FALSE(p.quick);
+  CHECK(p.device == Device::cpu());
+
+  const Run given = run(p.commands(), {"probe", "--iters", "7", "--reps=10", "--dir", "/x y", "--only", "headers",
+                                       "--quick"});
+  CHECK(given.status == 0);
+  CHECK(p.runs == 2);
+  CHECK(p.iters == 7);
+  CHECK(p.reps == 10);
+  CHECK(p.dir == "/x y");
+  CHECK(p.only == std::vector<std::string>{"headers"});
+  CHECK(p.quick);
+
+  cli::Command c = p.commands()[0];
+  const std::vector<std::string> words = {"--iters", "9"};
+  const cli::Args a = cli::parse(c, words);
+  CHECK(a.given("--iters"));
+  CHECK_FALSE(a.given("--reps"));
+  CHECK(a.integer("--reps") == 3);
+  CHECK_THROWS_AS(a.text("--iters"), std::logic_error);  // asked as the wrong kind: a bug in the command
+}
+
+TEST_CASE("--device cuda without a usable GPU fails with 'CUDA is not available' (exit 1)", "[bench_cli]") {
+  if (cuda::is_available()) {
+    Probe p;
+    CHECK(run(p.commands(/*needs_usable_device=*/true), {"probe", "--device", "cuda"}).status == 0);
+    CHECK(p.device == Device::cuda(0));
+    return;
+  }
+  const std::string reason = cuda::unavailable_reason();
+  REQUIRE_FALSE(reason.empty());
+  CHECK_THAT(error_of([] { cli::require_usable(Device::cuda(0)); }),
+             Contains("--device cuda:0") && Contains("CUDA is not available: " + reason));
+  CHECK_NOTHROW(cli::require_usable(Device::cpu()));
+
+  Probe p;
+  const Run r = run(p.commands(/*needs_usable_device=*/true), {"probe", "--device", "cuda"});
+  CHECK(r.status == 1);
+  CHECK(p.runs == 0);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, StartsWith("mixt-bench probe: ") && Contains("CUDA is not available: " + reason));
+  // A command that runs nothing on the device (a policy table) takes cuda as a name.
+  const Run named = run(p.commands(/*needs_usable_device=*/false), {"probe", "--device", "cuda:1"});
+  CHECK(named.status == 0);
+  CHECK(p.device == Device::cuda(1));
+}
+
+TEST_CASE("a command that raises exits 1 with its error on stderr", "[bench_cli]") {
+  const std::vector<cli::Command> commands = {
+      {.name = "fail", .summary = "fails", .run = [](const cli::Args&) -> int { throw std::runtime_error("disk full"); }}};
+  const Run r = run(commands, {"fail"});
+  CHECK(r.status == 1);
+  CHECK(r.err == "mixt-bench fail: disk full\n");
+}
+
+TEST_CASE("mixt-bench policy --device cuda prints CUDA's table, not the CPU's", "[bench_cli]") {
+  const std::vector<cli::Command> commands = {policy_command()};
+  const std::string cuda_table = autocast::describe_policies(DeviceType::CUDA, /*markdown=*/false);
+  REQUIRE(cuda_table != autocast::describe_policies(DeviceType::CPU, /*markdown=*/false));
+  for (const std::vector<std::string>& words :
+       {std::vector<std::string>{"policy", "--device", "cuda"}, {"policy", "cuda"}, {"policy", "--device=cuda"}}) {
+    const Run r = run(commands, words);
+    CHECK(r.status == 0);
+    CHECK_THAT(r.out, StartsWith("autocast policies on cuda ") && Contains(cuda_table));
+  }
+  const Run cpu = run(commands, {"policy"});
+  CHECK_THAT(cpu.out, StartsWith("autocast policies on cpu ") &&
+                          Contains(autocast::describe_policies(DeviceType::CPU, /*markdown=*/false)));
+  CHECK(run(commands, {"policy", "cuda", "--device", "cpu"}).status == 2);
+
+  mixt::testing::TempDir dir;
+  const std::string path = dir.file("policy.json");
+  const Run json = run(commands, {"policy", "--device", "cuda", "--json", path});
+  CHECK(json.status == 0);
+  CHECK_THAT(json.out, Contains("JSON written to " + path));
+  const auto doc = nlohmann::json::parse(read_file(path));
+  CHECK(doc["device"] == "cuda");
+  CHECK(doc["ops"]["mm"] == "lower");
+  CHECK(doc["ops"]["binary_cross_entropy"] == "banned");  // banned on CUDA only
+  CHECK(doc["ops"].size() == static_cast<size_t>(num_ops()));
+}
+
+TEST_CASE("mixt-bench explain --device cuda rehearses CUDA's float16 policy on the CPU without a GPU", "[bench_cli]") {
+  const std::vector<cli::Command> commands = {explain_command()};
+  mixt::testing::TempDir dir;
+  const std::string path = dir.file("explain.json");
+  // Without a GPU, cuda rehearses; with one, --rehearse asks for the same run.
+  std::vector<std::string> words = {"explain", "--device", "cuda", "--json", path};
+  if (cuda::is_available()) words.push_back("--rehearse");
+  const Run r = run(commands, words);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, StartsWith("explain: the demo model's forward under CUDA float16 autocast, rehearsed on the CPU ("));
+  if (!cuda::is_available()) CHECK_THAT(r.out, Contains("(CUDA is not available: " + cuda::unavailable_reason() + ")"));
+  const auto doc = nlohmann::json::parse(read_file(path));
+  int lowered = 0;
+  for (const auto& rec : doc["ops"]) {
+    CHECK(rec["device"] == "cpu");
+    CHECK(rec["policy_device"] == "cuda");
+    if (rec["op"] == "linear") {
+      CHECK(rec["outputs"][0] == "float16");
+      ++lowered;
+    }
+  }
+  CHECK(lowered > 0);
+
+  const Run cpu = run(commands, {"explain", "--json", path});
+  CHECK(cpu.status == 0);
+  CHECK_THAT(cpu.out, StartsWith("explain: the demo model's forward under CPU bfloat16 autocast\n"));
+  const auto cpu_doc = nlohmann::json::parse(read_file(path));
+  for (const auto& rec : cpu_doc["ops"]) {
+    CHECK(rec["policy_device"] == "cpu");
+    if (rec["op"] == "linear") CHECK(rec["outputs"][0] == "bfloat16");
+  }
+  const Run bad = run(commands, {"explain", "--rehearse"});
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, StartsWith("mixt-bench explain: --rehearse needs --device cuda\nusage:"));
+}
