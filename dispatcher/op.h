@@ -126,6 +126,9 @@ void register_composite(OpId id, KernelFn fn);
 // Binds `fn` as the kernel of `key` for every op that has none for it, now and for
 // ops registered later (a layer such as autocast that handles every op generically).
 void register_fallback(DispatchKey key, KernelFn fn);
+// Bound for a key (register_kernel(id, key, fallthrough_kernel)): op `id` skips that
+// key, and the key's fallback does not apply to it. Never called.
+void fallthrough_kernel(OpCall& call, DispatchKeySet keys);
 // Registers every built-in op's kernels (backends, autograd, autocast). Done on an op's
 // first use; an application may call it first, e.g. before starting threads.
 void init();

@@ -56,6 +56,12 @@ void ensure_kernels_registered() {
 }
 
 [[noreturn]] void throw_no_kernel(const OpCall& call, DispatchKeySet keys) {
+  // A layer's redispatch passes only the keys below it that the op has kernels for:
+  // name the inputs' backends too, which is where a kernel is missing.
+  for (int i = 0; i < call.n_in; ++i)
+    if (call.in[i].defined()) keys = keys | backend_key_for(call.in[i].device());
+  for (const Tensor& t : call.list)
+    if (t.defined()) keys = keys | backend_key_for(t.device());
   std::string names;
   for (int k = kNumDispatchKeys - 1; k >= 0; --k) {
     if (!keys.has(static_cast<DispatchKey>(k))) continue;
@@ -63,11 +69,7 @@ void ensure_kernels_registered() {
     names += dispatch_key_name(static_cast<DispatchKey>(k));
   }
   // A CUDA tensor or factory without a usable GPU: say why, not which kernel is missing.
-  // (A redispatch passes only the keys the op has kernels for: look at the inputs too.)
-  bool on_cuda = keys.has(DispatchKey::CUDA);
-  for (int i = 0; i < call.n_in; ++i) on_cuda = on_cuda || (call.in[i].defined() && call.in[i].is_cuda());
-  for (const Tensor& t : call.list) on_cuda = on_cuda || (t.defined() && t.is_cuda());
-  if (on_cuda && !cuda::is_available())
+  if (keys.has(DispatchKey::CUDA) && !cuda::is_available())
     throw Error(std::string(op_name(call.op)),
                 fmt::format("CUDA is not available: {} (dispatch keys {{{}}})", cuda::unavailable_reason(), names),
                 call.describe_inputs());
@@ -183,12 +185,14 @@ namespace detail {
 // Note [Composite and backend kernels]: what dispatch() calls per key, from what was
 // registered. A backend key runs its own kernel, else the op's composite, else the
 // backend's fallback (the meta backend's: the op's meta rule); a layer key (autograd,
-// autocast) runs its kernel, else the layer's fallback. The caller holds g_registry_mutex.
+// autocast) runs its kernel, else the layer's fallback. A key bound to
+// fallthrough_kernel is skipped. The caller holds g_registry_mutex.
 void resolve(OpEntry& e) {
   e.mask = {};
   for (int k = 0; k < kNumDispatchKeys; ++k) {
     const bool backend = k < kNumBackendKeys;
     KernelFn fn = e.bound[k] ? e.bound[k] : backend && e.composite ? e.composite : g_fallbacks[k];
+    if (fn == &fallthrough_kernel) fn = nullptr;  // skipped: not in the mask
     e.kernels[k] = fn;
     if (fn) e.mask = e.mask | static_cast<DispatchKey>(k);
   }
@@ -224,6 +228,10 @@ void register_fallback(DispatchKey key, KernelFn fn) {
   std::lock_guard lock(detail::g_registry_mutex);
   detail::g_fallbacks[static_cast<int>(key)] = fn;
   for (int i = 0; i < n; ++i) detail::resolve(detail::g_ops[i]);
+}
+
+void fallthrough_kernel(OpCall& call, DispatchKeySet) {
+  MIXT_FAIL("dispatch", "op '{}': the fallthrough marker was called as a kernel", op_name(call.op));
 }
 
 void register_backend_kernel(OpId id, KernelFn fn) {

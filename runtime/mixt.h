@@ -16,6 +16,7 @@
 #include <mixt/runtime/dtype.h>
 #include <mixt/runtime/error.h>
 #include <mixt/runtime/generator.h>
+#include <mixt/runtime/op_definition.h>
 #include <mixt/runtime/ops.h>
 #include <mixt/runtime/scalar.h>
 #include <mixt/runtime/tensor.h>

@@ -1,12 +1,12 @@
-// A custom op, registered with the same API the built-in ops use: a schema with a
-// meta function, a CPU kernel, and a typed front end that builds the OpCall. It checks
-// its values against the formula and the built-in composition, that a bad dtype
-// raises, and that the op runs on meta tensors (docs/meta.md).
+// A custom op declared in one block (OpDefinition): its meta function, CPU kernel,
+// derivative and autocast policy, plus a typed front end that builds the OpCall. It
+// checks its values against the formula and the built-in composition, its gradient
+// against finite differences, that a bad dtype raises, and that the op runs on meta
+// tensors (docs/meta.md).
 #include <cmath>
 #include <iostream>
 #include <string>
 
-#include <mixt/dispatcher/op_check.h>
 #include <mixt/mixt.h>
 
 #include "example_support.h"
@@ -40,13 +40,23 @@ void mish_cpu(OpCall& c, DispatchKeySet) {
   c.out[0] = out;
 }
 
-// Registers the op once and returns its id.
+// Derivative, written in mixt ops: tanh(sp) + x * (1 - tanh(sp)^2) * sigmoid(x).
+std::vector<Tensor> mish_backward(const BackwardContext& ctx, const std::vector<Tensor>& grads) {
+  const Tensor x = ctx.input(0);  // saved because save_inputs has bit 0
+  const Tensor t = tanh(softplus(x));
+  return {grads[0] * (t + x * (1.0 - t * t) * sigmoid(x))};
+}
+
+// Declares the op once and returns its id.
 OpId mish_op() {
-  static const OpId id = [] {
-    OpId op = register_op({.name = "example::mish", .min_inputs = 1, .max_inputs = 1, .outputs = 1, .meta = mish_meta});
-    register_kernel(op, DispatchKey::CPU, mish_cpu);
-    return op;
-  }();
+  static const OpId id = OpDefinition("example::mish")
+                             .inputs(1)
+                             .meta(mish_meta)
+                             .kernel(DispatchKey::CPU, mish_cpu)
+                             .derivative({.fn = mish_backward, .save_inputs = 0b1})
+                             .autocast(DeviceType::CUDA, autocast::Policy::Fp32)  // as PyTorch's softplus
+                             .autocast(DeviceType::CPU, autocast::Policy::Fp32)
+                             .define();
   return id;
 }
 
@@ -82,6 +92,22 @@ int main() {
     raised = std::string(e.what()).find("float32 or float64") != std::string::npos;
   }
   example::require(raised, "an int32 input raises mixt::Error naming the accepted dtypes");
+  // The gradient, against central differences of the formula.
+  const Tensor xg = from_vector(std::vector<double>{-1.5, 0.25, 2}).requires_grad_();
+  sum(mish(xg)).backward();
+  const auto gv = xg.grad().to_vector<double>();
+  for (size_t i = 0; i < gv.size(); ++i) {
+    const double v = xg.to_vector<double>()[i], h = 1e-6;
+    auto f = [](double u) { return u * std::tanh(std::log1p(std::exp(u))); };
+    const double want = (f(v + h) - f(v - h)) / (2 * h);
+    example::require(std::abs(gv[i] - want) <= 1e-6 * (1 + std::abs(want)), "mish's gradient at " + std::to_string(v));
+  }
+  std::cout << "gradient: " << xg.grad() << "\n";
+  // Under CPU bfloat16 autocast the declared policy computes mish in float32.
+  {
+    autocast::Guard bf16({.device = DeviceType::CPU, .dtype = kBFloat16});
+    example::require(mish(x.to(kBFloat16)).dtype() == kFloat32, "mish runs in float32 under autocast");
+  }
   // On the meta device the meta function runs: shapes and dtypes, no data.
   const Tensor m = mish(empty({1024, 1024, 64}, {.dtype = kFloat64, .device = Device::meta()}));
   std::cout << "on meta: " << m.describe() << "\n";

@@ -21,6 +21,13 @@ void run_below(OpCall& c, DispatchKeySet keys) {
   redispatch(c, keys, DispatchKey::Autograd);
 }
 
+std::vector<Tensor> raise_undeclared_derivative(const BackwardContext& ctx, const std::vector<Tensor>&) {
+  MIXT_FAIL(std::string(op_name(ctx.op())),
+            "has no derivative, so gradients cannot flow through it: declare one (OpDefinition::derivative, "
+            "register_derivative), write the op as a composite, or declare it not_differentiable()");
+}
+const Derivative kUndeclaredDerivative{.fn = raise_undeclared_derivative};
+
 bool returns_an_input(const OpCall& c, const Tensor& out) {
   for (int i = 0; i < c.n_in; ++i)
     if (c.in[i].defined() && c.in[i].impl() == out.impl()) return true;
@@ -42,9 +49,14 @@ void autograd_kernel(OpCall& c, DispatchKeySet keys) {
     entry.composite(c, keys);
     return;
   }
-  const Derivative* d = derivative_for(c.op);
-  MIXT_CHECK_OP(d != nullptr, c, "is differentiable but has no backward formula (register_derivative)");
   const OpEntry& e = op_entry(c.op);
+  const Derivative* d = derivative_for(c.op);
+  if (d == nullptr) {
+    // Note [Custom ops without a derivative]: the graph records the op, and backward
+    // through it raises naming it, instead of the gradient silently stopping here.
+    MIXT_CHECK_OP(e.has(op_flags::Custom), c, "is differentiable but has no backward formula (register_derivative)");
+    d = &kUndeclaredDerivative;
+  }
   if (e.has(op_flags::Inplace)) {
     const Tensor& self = c.in[0];
     MIXT_CHECK_OP(!(self.requires_grad() && is_leaf(self)), c,
@@ -78,11 +90,15 @@ void autograd_kernel(OpCall& c, DispatchKeySet keys) {
   }
 }
 
+// Built-in ops: differentiable ones record, the others skip autograd. Every custom op
+// records (the fallback) unless it is declared not differentiable.
 void register_autograd_kernels() {
   for (int i = 0; i < kNumBuiltinOps; ++i) {
     const OpEntry& e = mixt::detail::g_ops[i];  // (op_entry() would wait for this very registration)
-    if (e.has(op_flags::Diff)) register_kernel(static_cast<OpId>(i), DispatchKey::Autograd, autograd_kernel);
+    register_kernel(static_cast<OpId>(i), DispatchKey::Autograd,
+                    e.has(op_flags::Diff) ? autograd_kernel : fallthrough_kernel);
   }
+  register_fallback(DispatchKey::Autograd, autograd_kernel);
 }
 
 }  // namespace mixt::autograd
