@@ -125,8 +125,7 @@ Decision decide(DeviceType device, OpId op, std::span<const InputInfo> inputs, s
   const Scope* top = st.top();
   // In-place and multi-tensor ops, factories, views and explicit conversions are never cast
   // (PyTorch: only out-of-place ops are eligible; a view must stay a view, a cast must keep its target).
-  if (entry.has(op_flags::Inplace | op_flags::Mutates) || entry.has(op_flags::Factory) || entry.has(op_flags::View) ||
-      op == OpId::to || op == OpId::clone) {
+  if (entry.has(op_flags::Inplace | op_flags::Mutates | op_flags::Factory | op_flags::View | op_flags::Conversion)) {
     d.rule = Rule::PassThrough;
   } else if (table == Policy::DisabledInside) {
     d.rule = custom ? Rule::Custom : Rule::Table;

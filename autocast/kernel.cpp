@@ -14,12 +14,12 @@ namespace {
 
 // Runs an op autocast leaves alone: one op in its inputs' dtypes (this device's
 // autocast key excluded below it), unless its decomposition is what autocast
-// must see (cross_entropy). The fast path and the recorded path both come here,
+// must see (op flag AutocastDecomposes: cross_entropy). The fast path and the recorded path both come here,
 // so what an op returns never depends on whether an Explain is watching.
 template <DeviceType D>
 void pass_through(OpCall& c, DispatchKeySet keys) {
   constexpr DispatchKey key = autocast_key(D);
-  if (decomposes_under_autocast(c.op)) {
+  if (op_entry(c.op).has(op_flags::AutocastDecomposes)) {
     redispatch(c, keys, key);  // the key stays live: the ops it calls are autocast
     return;
   }

@@ -37,10 +37,6 @@ void set_policy(DeviceType device, OpId op, Policy p);
 void reset_policies();
 // The error text of a banned op ("" when not banned).
 std::string_view banned_message(DeviceType device, OpId op);
-// True for the pass-through ops whose decomposition autocast sees (their inner ops
-// are autocast, as in PyTorch where they are composite): cross_entropy. Every
-// other pass-through op runs as one op, in its inputs' dtypes.
-bool decomposes_under_autocast(OpId op);
 // The policy table of `device`, grouped by policy (the ops of each policy, in op
 // table order), as plain text or as a markdown table.
 std::string describe_policies(DeviceType device, bool markdown);

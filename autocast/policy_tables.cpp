@@ -131,8 +131,6 @@ void reset_policies() {
     for (size_t i = 0; i < builtin.policy[d].size(); ++i) store(tables().policy[d][i], builtin.policy[d][i]);
 }
 
-bool decomposes_under_autocast(OpId op) { return op == OpId::cross_entropy; }
-
 std::string describe_policies(DeviceType device, bool markdown) {
   constexpr Policy kOrder[] = {Policy::Lower, Policy::LowerF32Out, Policy::Fp32, Policy::Fp32OptDtype,
                                Policy::Promote, Policy::Banned, Policy::DisabledInside};

@@ -41,6 +41,10 @@ enum : uint32_t {
   Random = 1u << 7,      // draws from a Generator
   Custom = 1u << 8,      // registered by an application
   Mutates = 1u << 9,     // writes its list tensors in place (multi-tensor ops): never cast, never recorded
+  Conversion = 1u << 10, // an explicit conversion (to, clone): autocast never casts its input
+  // Passed through by autocast as its decomposition, so autocast decides its inner ops
+  // (PyTorch: a CompositeImplicitAutograd op such as cross_entropy).
+  AutocastDecomposes = 1u << 11,
 };
 }  // namespace op_flags
 
