@@ -1,5 +1,6 @@
 #include <mixt/dispatcher/op.h>
 #include <mixt/kernels/common/register.h>
+#include <mixt/kernels/composite/register.h>
 
 namespace mixt {
 

@@ -9,7 +9,7 @@
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/conv_geometry.h>
-#include <mixt/kernels/common/register.h>
+#include <mixt/kernels/composite/register.h>
 #include <mixt/runtime/autograd/grad_mode.h>
 #include <mixt/runtime/nn/functional.h>
 #include <mixt/runtime/ops.h>

@@ -3,7 +3,7 @@
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/matmul_plan.h>
-#include <mixt/kernels/common/register.h>
+#include <mixt/kernels/composite/register.h>
 #include <mixt/runtime/ops.h>
 
 namespace mixt {

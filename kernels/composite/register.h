@@ -1,0 +1,10 @@
+// Registration functions of the composite implementations: ops written in other ops'
+// front ends, run by every backend without a kernel of its own (Note [Composite and
+// backend kernels]). Apart from kernels/common, which holds the host/device logic
+// the backends share (functors, conversions, plans, checks).
+#pragma once
+
+namespace mixt {
+void register_composite_kernels();     // kernels/composite/math.cpp: matmul, linear, dot, mv, outer
+void register_nn_composite_kernels();  // kernels/composite/nn.cpp: losses, norms, attention, convolutions
+}  // namespace mixt
