@@ -50,6 +50,9 @@ Tensor& random_(Tensor& t, int64_t low, int64_t high, Generator* gen = nullptr);
 // ---- views (share storage) ----
 // New shape with the same elements; one size may be -1. Needs compatible strides.
 Tensor view(const Tensor& t, const Shape& shape);
+// The same bytes read as `dtype` (a bit cast, not a conversion; not differentiable). When
+// the element sizes differ the last dim (stride 1) scales by their ratio. Note [Bit-cast views].
+Tensor view(const Tensor& t, ScalarType dtype);
 // view() when possible, else a contiguous copy.
 Tensor reshape(const Tensor& t, const Shape& shape);
 Tensor permute(const Tensor& t, const Shape& dims);

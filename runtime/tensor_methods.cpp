@@ -14,6 +14,7 @@ Tensor& Tensor::fill_(const Scalar& value) { return mixt::fill_(*this, value); }
 Tensor& Tensor::zero_() { return mixt::zero_(*this); }
 
 Tensor Tensor::view(const Shape& shape) const { return mixt::view(*this, shape); }
+Tensor Tensor::view(ScalarType dtype) const { return mixt::view(*this, dtype); }
 Tensor Tensor::reshape(const Shape& shape) const { return mixt::reshape(*this, shape); }
 Tensor Tensor::permute(const Shape& dims) const { return mixt::permute(*this, dims); }
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const { return mixt::transpose(*this, d0, d1); }

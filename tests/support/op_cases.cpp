@@ -127,6 +127,10 @@ void add_view_and_movement_cases(Builder& b) {
       .with([](const Refs& in, ScalarType) { return ref::unsqueeze(in[0], 1); }, kExact);
   b.unary("as_strided", OpId::as_strided, A, A, -3, 3, [](const Tensor& t) { return as_strided(t, {2, 3}, {2, 4}, 1); })
       .with([](const Refs& in, ScalarType) { return ref::as_strided(in[0], {2, 3}, {2, 4}, 1); }, kExact);
+  // Bytes and back: the round trip is exact (bool stays bool: other bytes are not bools).
+  b.unary("view_dtype/bytes round trip", OpId::view_dtype, A, A, -3, 3, [](const Tensor& t) {
+     return t.view(t.dtype() == kBool ? kBool : kUInt8).view(t.dtype());
+   }).with([](const Refs& in, ScalarType) { return in[0]; }, kExact);
 
   b.unary("clone", OpId::clone, A, A, -3, 3, [](const Tensor& t) { return t.t().clone(); })
       .with([](const Refs& in, ScalarType) { return ref::transpose(in[0], 0, 1); }, kExact);
