@@ -219,6 +219,23 @@ Tensor operator/(const Tensor& a, const Tensor& b);
 Tensor operator/(const Tensor& a, const Scalar& b);
 Tensor operator/(const Scalar& a, const Tensor& b);
 Tensor operator-(const Tensor& a);
+// Elementwise comparisons (eq ne lt le gt ge): bool tensors, broadcasting, promotion.
+// `t == 0` is a tensor, never an identity test: use Tensor::is_same() or equal().
+#define MIXT_DECLARE_COMPARE_OPERATOR(op)          \
+  Tensor operator op(const Tensor& a, const Tensor& b); \
+  Tensor operator op(const Tensor& a, const Scalar& b); \
+  Tensor operator op(const Scalar& a, const Tensor& b);
+MIXT_DECLARE_COMPARE_OPERATOR(==)
+MIXT_DECLARE_COMPARE_OPERATOR(!=)
+MIXT_DECLARE_COMPARE_OPERATOR(<)
+MIXT_DECLARE_COMPARE_OPERATOR(<=)
+MIXT_DECLARE_COMPARE_OPERATOR(>)
+MIXT_DECLARE_COMPARE_OPERATOR(>=)
+#undef MIXT_DECLARE_COMPARE_OPERATOR
+// True when a and b have the same shape and equal values, compared in their promoted
+// dtype as eq() does (NaN equals nothing). Raises for tensors on different devices,
+// meta tensors (no values) and dtypes that do not promote.
+bool equal(const Tensor& a, const Tensor& b);
 
 // ---- reductions (dims empty = all dims; dtype Undefined = the op's default) ----
 // Sum; integer and bool inputs accumulate to int64.

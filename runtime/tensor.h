@@ -54,6 +54,8 @@ class Tensor {
   int64_t nbytes() const;
   // True when both handles refer to the same TensorImpl.
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+  // True when this tensor has other's shape and values (mixt::equal); `==` compares elementwise.
+  bool equal(const Tensor& other) const;
   // True when both views use the same storage.
   bool shares_storage(const Tensor& o) const { return get().storage == o.get().storage; }
   // Number of handles sharing this TensorImpl.

@@ -52,6 +52,7 @@ Tensor Tensor::log() const { return mixt::log(*this); }
 Tensor Tensor::sqrt() const { return mixt::sqrt(*this); }
 Tensor Tensor::neg() const { return mixt::neg(*this); }
 Tensor Tensor::relu() const { return mixt::relu(*this); }
+bool Tensor::equal(const Tensor& other) const { return mixt::equal(*this, other); }
 
 void Tensor::backward(const Tensor& grad, bool retain_graph) const {
   autograd::backward({*this}, grad.defined() ? std::vector<Tensor>{grad} : std::vector<Tensor>{}, retain_graph);

@@ -272,6 +272,29 @@ Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator/(const Tensor& a, const Scalar& b) { return div(a, b); }
 Tensor operator/(const Scalar& a, const Tensor& b) { return div(wrapped_scalar(a), b); }
 Tensor operator-(const Tensor& a) { return neg(a); }
+// `scalar op tensor` is `tensor flipped-op scalar` (1 < t is t > 1).
+#define MIXT_DEFINE_COMPARE_OPERATOR(op, name, flipped)                              \
+  Tensor operator op(const Tensor& a, const Tensor& b) { return name(a, b); }       \
+  Tensor operator op(const Tensor& a, const Scalar& b) { return name(a, b); }       \
+  Tensor operator op(const Scalar& a, const Tensor& b) { return flipped(b, a); }
+MIXT_DEFINE_COMPARE_OPERATOR(==, eq, eq)
+MIXT_DEFINE_COMPARE_OPERATOR(!=, ne, ne)
+MIXT_DEFINE_COMPARE_OPERATOR(<, lt, gt)
+MIXT_DEFINE_COMPARE_OPERATOR(<=, le, ge)
+MIXT_DEFINE_COMPARE_OPERATOR(>, gt, lt)
+MIXT_DEFINE_COMPARE_OPERATOR(>=, ge, le)
+#undef MIXT_DEFINE_COMPARE_OPERATOR
+
+bool equal(const Tensor& a, const Tensor& b) {
+  MIXT_CHECK(a.defined() && b.defined(), "equal", "an operand is undefined");
+  MIXT_CHECK(a.device() == b.device(), "equal", "the tensors are on different devices: {} and {}", a.device(),
+             b.device());
+  MIXT_CHECK(!a.is_meta(), "equal", "meta tensors have no values to compare ({} and {})", a.describe(),
+             b.describe());
+  promote_types(a.dtype(), b.dtype());  // raises for float8 with another type, even when the shapes differ
+  if (a.sizes() != b.sizes()) return false;
+  return all(eq(a, b)).item<bool>();
+}
 
 ScalarType result_type(std::initializer_list<Tensor> operands) {
   ResultTypeState state;
