@@ -42,12 +42,6 @@ Rounding rounding_mode_of(std::string_view mode) {
   MIXT_FAIL("div", "rounding_mode must be \"\", \"trunc\" or \"floor\" (got \"{}\")", mode);
 }
 
-GeluApprox gelu_approx(std::string_view approximate) {
-  if (approximate == "none") return GeluApprox::None;
-  if (approximate == "tanh") return GeluApprox::Tanh;
-  MIXT_FAIL("gelu", "approximate must be \"none\" or \"tanh\" (got \"{}\")", approximate);
-}
-
 OpCall ternary_call(OpId id, const Tensor& t, const Tensor& a, const Tensor& b) {
   OpCall c(id);
   c.push(t);
@@ -87,40 +81,11 @@ MIXT_DEFINE_UNARY_FRONT(tan)
 MIXT_DEFINE_UNARY_FRONT(tanh)
 MIXT_DEFINE_UNARY_FRONT(sigmoid)
 MIXT_DEFINE_UNARY_FRONT(relu)
-MIXT_DEFINE_UNARY_FRONT(silu)
 MIXT_DEFINE_UNARY_FRONT(erf)
 MIXT_DEFINE_UNARY_FRONT(erfinv)
 MIXT_DEFINE_UNARY_FRONT(floor)
 MIXT_DEFINE_UNARY_FRONT(ceil)
 #undef MIXT_DEFINE_UNARY_FRONT
-
-Tensor gelu(const Tensor& t, std::string_view approximate) {
-  OpCall c(OpId::gelu);
-  c.push(t);
-  c.attrs.get<attrs::Gelu>().approximate = gelu_approx(approximate);
-  return call_op(c);
-}
-
-Tensor& gelu_(Tensor& t, std::string_view approximate) {
-  OpCall c(OpId::gelu_);
-  c.push(t);
-  c.attrs.get<attrs::Gelu>().approximate = gelu_approx(approximate);
-  return call_inplace(c, t);
-}
-
-Tensor softplus(const Tensor& t, double beta, double threshold) {
-  OpCall c(OpId::softplus);
-  c.push(t);
-  c.attrs.get<attrs::Softplus>() = {beta, threshold};
-  return call_op(c);
-}
-
-Tensor& softplus_(Tensor& t, double beta, double threshold) {
-  OpCall c(OpId::softplus_);
-  c.push(t);
-  c.attrs.get<attrs::Softplus>() = {beta, threshold};
-  return call_inplace(c, t);
-}
 
 Tensor round(const Tensor& t, int64_t decimals) {
   OpCall c(OpId::round);
