@@ -1,4 +1,7 @@
-// The op front ends: typed functions that build an OpCall and dispatch it.
+// The op front ends: typed functions that build an OpCall and dispatch it. Math on
+// tensors lives here, in mixt::; the neural-network layer ops (linear, embedding, the
+// nn-only activations gelu/silu/softplus, norms, dropout, losses, attention, conv) live
+// in mixt::nn::functional (runtime/nn/functional.h), as in PyTorch. See docs/ops.md.
 // Every function raises mixt::Error (naming the op and its inputs) on bad input.
 #pragma once
 
@@ -50,6 +53,9 @@ Tensor& random_(Tensor& t, int64_t low, int64_t high, Generator* gen = nullptr);
 // ---- views (share storage) ----
 // New shape with the same elements; one size may be -1. Needs compatible strides.
 Tensor view(const Tensor& t, const Shape& shape);
+// The same bytes read as `dtype` (a bit cast, not a conversion; not differentiable). When
+// the element sizes differ the last dim (stride 1) scales by their ratio. Note [Bit-cast views].
+Tensor view(const Tensor& t, ScalarType dtype);
 // view() when possible, else a contiguous copy.
 Tensor reshape(const Tensor& t, const Shape& shape);
 Tensor permute(const Tensor& t, const Shape& dims);
@@ -98,8 +104,6 @@ Tensor& masked_fill_(Tensor& t, const Tensor& mask, const Scalar& value);
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& condition, const Scalar& a, const Tensor& b);
 Tensor where(const Tensor& condition, const Tensor& a, const Scalar& b);
-// Rows of `weight` [num, dim] picked by integer `indices`: shape indices.shape + [dim].
-Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1);
 
 // ---- elementwise unary ----
 #define MIXT_DECLARE_UNARY_FRONT(name) \
@@ -123,18 +127,11 @@ MIXT_DECLARE_UNARY_FRONT(tan)
 MIXT_DECLARE_UNARY_FRONT(tanh)
 MIXT_DECLARE_UNARY_FRONT(sigmoid)
 MIXT_DECLARE_UNARY_FRONT(relu)
-MIXT_DECLARE_UNARY_FRONT(silu)
 MIXT_DECLARE_UNARY_FRONT(erf)
 MIXT_DECLARE_UNARY_FRONT(erfinv)
 MIXT_DECLARE_UNARY_FRONT(floor)
 MIXT_DECLARE_UNARY_FRONT(ceil)
 #undef MIXT_DECLARE_UNARY_FRONT
-// approximate: "none" (erf form) or "tanh".
-Tensor gelu(const Tensor& t, std::string_view approximate = "none");
-Tensor& gelu_(Tensor& t, std::string_view approximate = "none");
-// log(1 + exp(beta x)) / beta, linear above `threshold`.
-Tensor softplus(const Tensor& t, double beta = 1.0, double threshold = 20.0);
-Tensor& softplus_(Tensor& t, double beta = 1.0, double threshold = 20.0);
 // Round half to even, at `decimals` decimal places.
 Tensor round(const Tensor& t, int64_t decimals = 0);
 Tensor& round_(Tensor& t, int64_t decimals = 0);
@@ -216,6 +213,23 @@ Tensor operator/(const Tensor& a, const Tensor& b);
 Tensor operator/(const Tensor& a, const Scalar& b);
 Tensor operator/(const Scalar& a, const Tensor& b);
 Tensor operator-(const Tensor& a);
+// Elementwise comparisons (eq ne lt le gt ge): bool tensors, broadcasting, promotion.
+// `t == 0` is a tensor, never an identity test: use Tensor::is_same() or equal().
+#define MIXT_DECLARE_COMPARE_OPERATOR(op)          \
+  Tensor operator op(const Tensor& a, const Tensor& b); \
+  Tensor operator op(const Tensor& a, const Scalar& b); \
+  Tensor operator op(const Scalar& a, const Tensor& b);
+MIXT_DECLARE_COMPARE_OPERATOR(==)
+MIXT_DECLARE_COMPARE_OPERATOR(!=)
+MIXT_DECLARE_COMPARE_OPERATOR(<)
+MIXT_DECLARE_COMPARE_OPERATOR(<=)
+MIXT_DECLARE_COMPARE_OPERATOR(>)
+MIXT_DECLARE_COMPARE_OPERATOR(>=)
+#undef MIXT_DECLARE_COMPARE_OPERATOR
+// True when a and b have the same shape and equal values, compared in their promoted
+// dtype as eq() does (NaN equals nothing). Raises for tensors on different devices,
+// meta tensors (no values) and dtypes that do not promote.
+bool equal(const Tensor& a, const Tensor& b);
 
 // ---- reductions (dims empty = all dims; dtype Undefined = the op's default) ----
 // Sum; integer and bool inputs accumulate to int64.
@@ -262,9 +276,6 @@ Tensor baddbmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scala
                const Scalar& alpha = 1, ScalarType out_dtype = ScalarType::Undefined);
 // numpy-style matmul: vectors, matrices, and broadcast batches.
 Tensor matmul(const Tensor& a, const Tensor& b, ScalarType out_dtype = ScalarType::Undefined);
-// x @ weight^T + bias (weight [out_features, in_features]).
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
-              ScalarType out_dtype = ScalarType::Undefined);
 Tensor dot(const Tensor& a, const Tensor& b);
 Tensor mv(const Tensor& m, const Tensor& v);
 Tensor outer(const Tensor& a, const Tensor& b);

@@ -182,8 +182,9 @@ Tensor make_empty(const Shape& sizes, ScalarType dtype, Device device) {
   return Tensor(IntrusivePtr<TensorImpl>::make(std::move(st), 0, sizes, contiguous_strides(sizes), dtype));
 }
 
-Tensor make_view(const Tensor& base, const Shape& sizes, const Shape& strides, int64_t offset) {
-  auto impl = IntrusivePtr<TensorImpl>::make(base.impl()->storage, offset, sizes, strides, base.dtype());
+Tensor make_view(const Tensor& base, const Shape& sizes, const Shape& strides, int64_t offset, ScalarType dtype) {
+  auto impl = IntrusivePtr<TensorImpl>::make(base.impl()->storage, offset, sizes, strides,
+                                             dtype == ScalarType::Undefined ? base.dtype() : dtype);
   impl->requires_grad = false;
   return Tensor(std::move(impl));
 }

@@ -54,6 +54,8 @@ class Tensor {
   int64_t nbytes() const;
   // True when both handles refer to the same TensorImpl.
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+  // True when this tensor has other's shape and values (mixt::equal); `==` compares elementwise.
+  bool equal(const Tensor& other) const;
   // True when both views use the same storage.
   bool shares_storage(const Tensor& o) const { return get().storage == o.get().storage; }
   // Number of handles sharing this TensorImpl.
@@ -120,6 +122,8 @@ class Tensor {
 
   // ---- views ----
   Tensor view(const Shape& shape) const;
+  // The same bytes read as `dtype` (a bit cast; see mixt::view(t, dtype)).
+  Tensor view(ScalarType dtype) const;
   Tensor reshape(const Shape& shape) const;
   Tensor permute(const Shape& dims) const;
   Tensor transpose(int64_t dim0, int64_t dim1) const;
@@ -192,7 +196,9 @@ Tensor scalar_tensor(const Scalar& value, TensorOptions options = {});
 Tensor wrapped_scalar(const Scalar& value);
 // An uninitialized tensor (not dispatched: used by kernels to allocate outputs).
 Tensor make_empty(const Shape& sizes, ScalarType dtype, Device device);
-// A view of `base`'s storage with new geometry (not dispatched: used by view kernels).
-Tensor make_view(const Tensor& base, const Shape& sizes, const Shape& strides, int64_t offset);
+// A view of `base`'s storage with new geometry (not dispatched: used by view kernels);
+// `dtype` reinterprets the bytes (Undefined: base's dtype; offset and strides count its elements).
+Tensor make_view(const Tensor& base, const Shape& sizes, const Shape& strides, int64_t offset,
+                 ScalarType dtype = ScalarType::Undefined);
 
 }  // namespace mixt

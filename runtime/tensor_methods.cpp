@@ -14,6 +14,7 @@ Tensor& Tensor::fill_(const Scalar& value) { return mixt::fill_(*this, value); }
 Tensor& Tensor::zero_() { return mixt::zero_(*this); }
 
 Tensor Tensor::view(const Shape& shape) const { return mixt::view(*this, shape); }
+Tensor Tensor::view(ScalarType dtype) const { return mixt::view(*this, dtype); }
 Tensor Tensor::reshape(const Shape& shape) const { return mixt::reshape(*this, shape); }
 Tensor Tensor::permute(const Shape& dims) const { return mixt::permute(*this, dims); }
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const { return mixt::transpose(*this, d0, d1); }
@@ -51,6 +52,7 @@ Tensor Tensor::log() const { return mixt::log(*this); }
 Tensor Tensor::sqrt() const { return mixt::sqrt(*this); }
 Tensor Tensor::neg() const { return mixt::neg(*this); }
 Tensor Tensor::relu() const { return mixt::relu(*this); }
+bool Tensor::equal(const Tensor& other) const { return mixt::equal(*this, other); }
 
 void Tensor::backward(const Tensor& grad, bool retain_graph) const {
   autograd::backward({*this}, grad.defined() ? std::vector<Tensor>{grad} : std::vector<Tensor>{}, retain_graph);

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the build into a staging prefix and compiles + runs a program against
-# it through pkg-config, as an embedding application would.
-# Usage: install_check.sh <build dir> <example.cpp>
+# it through pkg-config, as an embedding application would; checks that the include
+# tree holds headers only and that they compile warning-free in a strict application.
+# Usage: install_check.sh <build dir> <example.cpp> <strict_app.cpp>
 set -euo pipefail
 build=$(cd "$1" && pwd)
 example=$2
+strict_app=$3
 stage="$build/install-check"
 rm -rf "$stage"
 meson install -C "$build" --destdir "$stage" --quiet >/dev/null
@@ -14,6 +16,16 @@ for h in mixt/mixt.h mixt/runtime/tensor.h mixt/dispatcher/op_table.def mixt/ker
   found=$(find "$stage" -path "*/include/$h" | head -n 1)
   [ -n "$found" ] || { echo "header $h was not installed"; exit 1; }
 done
+# Headers only under include/mixt: .h files, and the op table (an X-macro file that
+# dispatcher/op.h includes); no sources, build files or READMEs.
+include_dir=$(find "$stage" -type d -path "*/include/mixt" | head -n 1)
+[ -n "$include_dir" ] || { echo "no include/mixt was installed"; exit 1; }
+others=$(find "$include_dir" ! -type d ! -name '*.h' ! -path '*/mixt/dispatcher/op_table.def')
+[ -z "$others" ] || { echo "installed files that are not headers:"; echo "$others"; exit 1; }
+# Every <mixt/...> include of an installed header is installed too.
+missing=$(cd "$include_dir/.." && grep -rhoE '#include <mixt/[^>]+>' mixt | sort -u |
+          sed -E 's/#include <(.*)>/\1/' | while read -r h; do [ -f "$h" ] || echo "$h"; done)
+[ -z "$missing" ] || { echo "installed headers include headers that are not installed:"; echo "$missing"; exit 1; }
 # Point the installed .pc file at the staging directory.
 prefix=$(sed -n 's/^prefix=//p' "$pc")
 sed -i "s|^prefix=.*|prefix=$stage$prefix|" "$pc"
@@ -22,4 +34,5 @@ flags=$(pkg-config --cflags --libs mixt)
 libdir=$(pkg-config --variable=libdir mixt)
 c++ -std=c++20 -O1 "$example" -o "$stage/app" $flags
 LD_LIBRARY_PATH="$libdir" "$stage/app" >/dev/null
+"$(dirname "$0")/header_check.sh" "$strict_app" "$(pkg-config --variable=includedir mixt)" c++ >/dev/null
 echo "installed headers, library and mixt.pc work from $stage"

@@ -21,7 +21,7 @@ int main() {
   Tensor b = zeros({2});
 
   // y = x @ w^T + b, as nn.Linear computes it.
-  Tensor y = linear(x, w, b);
+  Tensor y = nn::functional::linear(x, w, b);
   std::cout << "y: " << y.sizes().str() << " " << dtype_name(y.dtype()) << "\n";
   require(y.sizes() == Shape{4, 2} && y.dtype() == kFloat32, "linear's result shape or dtype");
   const auto xv = x.to_vector<double>(), wv = w.to_vector<double>(), yv = y.to_vector<double>();
@@ -44,7 +44,7 @@ int main() {
   require(std::abs(total.item<double>()) < 1e-5, "centered columns sum to 0");
 
   // Low precision: bfloat16 operands with a float32 result.
-  Tensor y16 = linear(x.to(kBFloat16), w.to(kBFloat16), Tensor(), /*out_dtype=*/kFloat32);
+  Tensor y16 = nn::functional::linear(x.to(kBFloat16), w.to(kBFloat16), Tensor(), /*out_dtype=*/kFloat32);
   Tensor err = max((y16 - y).abs());
   std::cout << "bf16 vs f32 max abs difference: " << err.item<double>() << "\n";
   // Each bfloat16 operand is within 2^-9 (relative) of its float32 value, so each

@@ -39,7 +39,7 @@ int main() {
     autocast::Guard fp16({.device = DeviceType::CUDA, .dtype = kFloat16, .rehearse_on = Device::meta()});
     const TensorOptions meta{.device = Device::meta()};
     const Tensor x = empty({32, 512}, meta), w = empty({1024, 512}, meta);
-    const Tensor h = linear(x, w);                   // CUDA lowers linear to float16
+    const Tensor h = nn::functional::linear(x, w);   // CUDA lowers linear to float16
     const Tensor p = nn::functional::softmax(h, -1);  // and computes softmax in float32
     require(h.dtype() == kFloat16, "linear runs in float16 under CUDA's policy");
     require(p.dtype() == kFloat32, "softmax runs in float32 under CUDA's policy");

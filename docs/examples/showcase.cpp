@@ -138,7 +138,7 @@ void show_speed() {
   std::printf("mm 512x512 float32 (OpenBLAS): %.2f ms, %.1f GFLOP/s\n", s * 1e3, 2.0 * 512 * 512 * 512 / s / 1e9);
   Tensor big = randn({1 << 22});
   const auto t1 = std::chrono::steady_clock::now();
-  Tensor g = gelu(big);
+  Tensor g = nn::functional::gelu(big);
   const double s2 = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   std::printf("gelu over 4M float32 elements: %.2f ms (%.2f GB/s)\n", s2 * 1e3, 8.0 * (1 << 22) / s2 / 1e9);
 }

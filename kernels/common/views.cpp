@@ -10,8 +10,9 @@
 namespace mixt {
 namespace {
 
-void set_view(OpCall& c, const Shape& sizes, const Shape& strides, int64_t offset) {
-  c.out[0] = make_view(c.in[0], sizes, strides, offset);
+void set_view(OpCall& c, const Shape& sizes, const Shape& strides, int64_t offset,
+              ScalarType dtype = ScalarType::Undefined) {
+  c.out[0] = make_view(c.in[0], sizes, strides, offset, dtype);
   c.out[0].impl()->is_view = true;
 }
 
@@ -156,6 +157,63 @@ void as_strided_kernel(OpCall& c, DispatchKeySet) {
   set_view(c, sizes, strides, offset);
 }
 
+// Note [Bit-cast views]: view(dtype) reads the same bytes as another dtype. With
+// equal element sizes only the dtype changes. Otherwise the last dimension (stride
+// 1) is regrouped: its size, the offset and the other strides scale by the ratio of
+// the element sizes, and each must be divisible by it when elements grow. A stride
+// no element uses (of a size-1 dim, or of an empty tensor) is rescaled without a
+// check, as is an empty tensor's offset. The first element must be aligned for the
+// new dtype (memory from from_blob may not be). bool is only viewed from bool:
+// other bytes may hold values other than 0 and 1. Not differentiable, as in
+// PyTorch: the result never requires grad.
+void view_dtype_kernel(OpCall& c, DispatchKeySet) {
+  const Tensor& t = c.in[0];
+  const ScalarType to = c.attrs.dtype;
+  MIXT_CHECK_OP(to != ScalarType::Undefined, c, "no dtype given");
+  MIXT_CHECK_OP(to != kBool || t.dtype() == kBool, c,
+                "cannot view {} as bool: its bytes may hold values other than 0 and 1 (compare with ne(t, 0))",
+                t.dtype());
+  const int64_t from_size = t.element_size(), to_size = element_size(to);
+  Shape sizes = t.sizes(), strides = t.strides();
+  int64_t offset = t.storage_offset();
+  if (from_size != to_size) {
+    MIXT_CHECK_OP(t.dim() > 0, c, "cannot view a 0-dim {} tensor as {}: the element sizes differ ({} and {} bytes)",
+                  t.dtype(), to, from_size, to_size);
+    const int last = static_cast<int>(t.dim()) - 1;
+    MIXT_CHECK_OP(strides[last] == 1, c,
+                  "cannot view {}{} with strides {} as {}: the element sizes differ ({} and {} bytes), so the last "
+                  "dimension must have stride 1", t.dtype(), sizes, strides, to, from_size, to_size);
+    const bool empty = t.numel() == 0;
+    auto unused = [&](int d) { return empty || sizes[d] == 1; };  // a stride no element uses
+    if (from_size > to_size) {  // each element splits into `ratio` elements
+      const int64_t ratio = from_size / to_size;
+      sizes[last] = checked_mul(sizes[last], ratio, "view_dtype");
+      offset = checked_mul(offset, ratio, "view_dtype");
+      for (int d = 0; d < last; ++d) {
+        if (!unused(d)) strides[d] = checked_mul(strides[d], ratio, "view_dtype");
+        else if (__builtin_mul_overflow(strides[d], ratio, &strides[d])) strides[d] = 1;
+      }
+    } else {  // every `ratio` elements merge into one
+      const int64_t ratio = to_size / from_size;
+      auto scaled = [&](int64_t v, const char* what) {
+        MIXT_CHECK_OP(v % ratio == 0, c,
+                      "cannot view {}{} (strides {}, offset {}) as {} ({} bytes per element, {} per {}): {} {} is "
+                      "not divisible by {}", t.dtype(), t.sizes(), t.strides(), t.storage_offset(), to, to_size,
+                      from_size, t.dtype(), what, v, ratio);
+        return v / ratio;
+      };
+      sizes[last] = scaled(sizes[last], "the last dimension's size");
+      offset = empty ? offset / ratio : scaled(offset, "the storage offset");
+      for (int d = 0; d < last; ++d) strides[d] = unused(d) ? strides[d] / ratio : scaled(strides[d], "a stride");
+    }
+  }
+  const auto address = reinterpret_cast<uintptr_t>(t.data_ptr());
+  MIXT_CHECK_OP(address % static_cast<uintptr_t>(to_size) == 0, c,
+                "cannot view {} as {}: the data address {} is not aligned to {} bytes", t.dtype(), to,
+                t.data_ptr(), to_size);
+  set_view(c, sizes, strides, offset, to);
+}
+
 }  // namespace
 
 void register_view_kernels() {
@@ -167,6 +225,7 @@ void register_view_kernels() {
   register_backend_kernel(OpId::squeeze, squeeze_kernel);
   register_backend_kernel(OpId::unsqueeze, unsqueeze_kernel);
   register_backend_kernel(OpId::as_strided, as_strided_kernel);
+  register_backend_kernel(OpId::view_dtype, view_dtype_kernel);
 }
 
 }  // namespace mixt

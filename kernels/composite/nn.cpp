@@ -352,7 +352,7 @@ void bce_with_logits_kernel(OpCall& c, DispatchKeySet) {
   check_same_shape(c, x, c.in[1]);
   const Tensor xf = up(x), y = up(c.in[1]);
   const Tensor w = loss_weight(c, 2, x, "weight"), pw = loss_weight(c, 3, x, "pos_weight");
-  const Tensor sp = softplus(neg(xf));
+  const Tensor sp = F::softplus(neg(xf));
   Tensor loss = add(mul(sub(1.0, y), xf), pw.defined() ? mul(add(mul(sub(pw, 1.0), y), 1.0), sp) : sp);
   if (w.defined()) loss = mul(loss, w);
   finish(c, reduce(loss, checked(c, c.attrs.get<attrs::Loss>().reduction)), x.dtype());

@@ -1,9 +1,12 @@
-// nn::functional: the neural-network ops (normalizations, losses, attention,
-// convolutions, dropout). Each is an op in the op table, so autocast policies,
-// autograd and explain see it by name.
+// nn::functional: the neural-network layer ops (linear, embedding, the nn-only
+// activations, normalizations, dropout, losses, attention, convolutions); math on
+// tensors is in mixt:: (runtime/ops.h), as PyTorch splits torch.nn.functional from
+// torch. Each is an op in the op table, so autocast policies, autograd and explain
+// see it by name.
 #pragma once
 
 #include <optional>
+#include <string_view>
 
 #include <mixt/dispatcher/attrs.h>
 #include <mixt/runtime/generator.h>
@@ -13,6 +16,26 @@ namespace mixt::nn::functional {
 
 // How a loss combines its elements (mixt::Reduction: None, Mean, Sum).
 using ::mixt::Reduction;
+
+// input @ weight^T + bias (weight [out_features, in_features]); out_dtype float32
+// keeps a product of narrow operands in float32.
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
+              ScalarType out_dtype = ScalarType::Undefined);
+// Rows of `weight` [num, dim] picked by the integer `input`: shape input.shape + [dim].
+// The row `padding_idx` (negative: counted from the end) gets no gradient.
+Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
+
+// Activations that exist only as layers (the others — relu, sigmoid, tanh — are math
+// in mixt::, as torch.relu is). Integer inputs compute in float32.
+// approximate: "none" (erf form) or "tanh".
+Tensor gelu(const Tensor& x, std::string_view approximate = "none");
+Tensor& gelu_(Tensor& x, std::string_view approximate = "none");
+// x * sigmoid(x).
+Tensor silu(const Tensor& x);
+Tensor& silu_(Tensor& x);
+// log(1 + exp(beta x)) / beta, linear above `threshold`.
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
+Tensor& softplus_(Tensor& x, double beta = 1.0, double threshold = 20.0);
 
 // softmax along `dim`, computed in float32 for narrow dtypes (max-subtracted).
 // `dtype`: cast the input to it first (Undefined: keep the input's).

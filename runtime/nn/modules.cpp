@@ -31,7 +31,7 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias)
   if (bias) bias_ = register_parameter("bias", uniform_init({out_features}, bound));
 }
 
-Tensor Linear::forward(const Tensor& x) { return linear(x, weight_, bias_); }
+Tensor Linear::forward(const Tensor& x) { return F::linear(x, weight_, bias_); }
 
 std::string Linear::extra_repr() const {
   return fmt::format("in_features={}, out_features={}, bias={}", in_features_, out_features_, bias_.defined());
@@ -39,21 +39,23 @@ std::string Linear::extra_repr() const {
 
 // ---- Embedding -----------------------------------------------------------------
 
-Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, int64_t padding_idx) : padding_idx_(padding_idx) {
+Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx) {
   MIXT_CHECK(num_embeddings >= 0 && embedding_dim >= 0, "Embedding", "negative size: num_embeddings={}, dim={}",
              num_embeddings, embedding_dim);
-  MIXT_CHECK(padding_idx == -1 || (padding_idx >= 0 && padding_idx < num_embeddings), "Embedding",
-             "padding_idx {} is out of range for {} embeddings (-1: none)", padding_idx, num_embeddings);
+  MIXT_CHECK(!padding_idx || (*padding_idx >= -num_embeddings && *padding_idx < num_embeddings), "Embedding",
+             "padding_idx {} is out of range for {} embeddings", *padding_idx, num_embeddings);
+  if (padding_idx && *padding_idx < 0) *padding_idx += num_embeddings;
+  padding_idx_ = padding_idx;
   Tensor w = randn({num_embeddings, embedding_dim});
-  if (padding_idx >= 0) w.select(0, padding_idx).zero_();
+  if (padding_idx) w.select(0, *padding_idx).zero_();
   weight_ = register_parameter("weight", w);
 }
 
-Tensor Embedding::forward(const Tensor& indices) { return embedding(weight_, indices, padding_idx_); }
+Tensor Embedding::forward(const Tensor& indices) { return F::embedding(indices, weight_, padding_idx_); }
 
 std::string Embedding::extra_repr() const {
   std::string s = fmt::format("{}, {}", weight_.size(0), weight_.size(1));
-  return padding_idx_ >= 0 ? s + fmt::format(", padding_idx={}", padding_idx_) : s;
+  return padding_idx_ ? s + fmt::format(", padding_idx={}", *padding_idx_) : s;
 }
 
 // ---- norms ---------------------------------------------------------------------
@@ -100,12 +102,12 @@ GELU::GELU(std::string approximate) : approximate_(std::move(approximate)) {
              approximate_);
 }
 
-Tensor GELU::forward(const Tensor& x) { return gelu(x, approximate_); }
+Tensor GELU::forward(const Tensor& x) { return F::gelu(x, approximate_); }
 
 std::string GELU::extra_repr() const { return "approximate=" + approximate_; }
 
 Tensor ReLU::forward(const Tensor& x) { return relu(x); }
-Tensor SiLU::forward(const Tensor& x) { return silu(x); }
+Tensor SiLU::forward(const Tensor& x) { return F::silu(x); }
 Tensor Tanh::forward(const Tensor& x) { return tanh(x); }
 Tensor Sigmoid::forward(const Tensor& x) { return sigmoid(x); }
 
@@ -163,14 +165,14 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
   if (query.is_same(key) && key.is_same(value)) {
     // Self-attention: one projection with the packed weight (one GEMM, and under
     // autocast one cast of the input and one cached cast of the whole weight).
-    const std::vector<Tensor> qkv = chunk(linear(query, in_proj_weight_, in_proj_bias_), 3, -1);
+    const std::vector<Tensor> qkv = chunk(F::linear(query, in_proj_weight_, in_proj_bias_), 3, -1);
     q = qkv[0], k = qkv[1], v = qkv[2];
   } else {
     // Separate inputs: the q/k/v rows of the packed weight.
     auto project = [&](const Tensor& x, int64_t part) {
       const Tensor w = in_proj_weight_.narrow(0, part * e, e);
       const Tensor b = in_proj_bias_.defined() ? in_proj_bias_.narrow(0, part * e, e) : Tensor();
-      return linear(x, w, b);
+      return F::linear(x, w, b);
     };
     q = project(query, 0), k = project(key, 1), v = project(value, 2);
   }

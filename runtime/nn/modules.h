@@ -29,10 +29,10 @@ class Linear : public Module {
 };
 
 // A lookup table [num_embeddings, embedding_dim] initialized N(0, 1). padding_idx
-// (-1: none) names a row that starts at zero and receives no gradient.
+// (negative: counted from the end) names a row that starts at zero and receives no gradient.
 class Embedding : public Module {
  public:
-  Embedding(int64_t num_embeddings, int64_t embedding_dim, int64_t padding_idx = -1);
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = std::nullopt);
   Tensor forward(const Tensor& indices) override;
   std::string name() const override { return "Embedding"; }
   std::string extra_repr() const override;
@@ -40,7 +40,7 @@ class Embedding : public Module {
   const Tensor& weight() const { return weight_; }
 
  private:
-  int64_t padding_idx_;
+  std::optional<int64_t> padding_idx_;  // in [0, num_embeddings)
   Tensor weight_;
 };
 

@@ -42,12 +42,6 @@ Rounding rounding_mode_of(std::string_view mode) {
   MIXT_FAIL("div", "rounding_mode must be \"\", \"trunc\" or \"floor\" (got \"{}\")", mode);
 }
 
-GeluApprox gelu_approx(std::string_view approximate) {
-  if (approximate == "none") return GeluApprox::None;
-  if (approximate == "tanh") return GeluApprox::Tanh;
-  MIXT_FAIL("gelu", "approximate must be \"none\" or \"tanh\" (got \"{}\")", approximate);
-}
-
 OpCall ternary_call(OpId id, const Tensor& t, const Tensor& a, const Tensor& b) {
   OpCall c(id);
   c.push(t);
@@ -87,40 +81,11 @@ MIXT_DEFINE_UNARY_FRONT(tan)
 MIXT_DEFINE_UNARY_FRONT(tanh)
 MIXT_DEFINE_UNARY_FRONT(sigmoid)
 MIXT_DEFINE_UNARY_FRONT(relu)
-MIXT_DEFINE_UNARY_FRONT(silu)
 MIXT_DEFINE_UNARY_FRONT(erf)
 MIXT_DEFINE_UNARY_FRONT(erfinv)
 MIXT_DEFINE_UNARY_FRONT(floor)
 MIXT_DEFINE_UNARY_FRONT(ceil)
 #undef MIXT_DEFINE_UNARY_FRONT
-
-Tensor gelu(const Tensor& t, std::string_view approximate) {
-  OpCall c(OpId::gelu);
-  c.push(t);
-  c.attrs.get<attrs::Gelu>().approximate = gelu_approx(approximate);
-  return call_op(c);
-}
-
-Tensor& gelu_(Tensor& t, std::string_view approximate) {
-  OpCall c(OpId::gelu_);
-  c.push(t);
-  c.attrs.get<attrs::Gelu>().approximate = gelu_approx(approximate);
-  return call_inplace(c, t);
-}
-
-Tensor softplus(const Tensor& t, double beta, double threshold) {
-  OpCall c(OpId::softplus);
-  c.push(t);
-  c.attrs.get<attrs::Softplus>() = {beta, threshold};
-  return call_op(c);
-}
-
-Tensor& softplus_(Tensor& t, double beta, double threshold) {
-  OpCall c(OpId::softplus_);
-  c.push(t);
-  c.attrs.get<attrs::Softplus>() = {beta, threshold};
-  return call_inplace(c, t);
-}
 
 Tensor round(const Tensor& t, int64_t decimals) {
   OpCall c(OpId::round);
@@ -272,6 +237,29 @@ Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator/(const Tensor& a, const Scalar& b) { return div(a, b); }
 Tensor operator/(const Scalar& a, const Tensor& b) { return div(wrapped_scalar(a), b); }
 Tensor operator-(const Tensor& a) { return neg(a); }
+// `scalar op tensor` is `tensor flipped-op scalar` (1 < t is t > 1).
+#define MIXT_DEFINE_COMPARE_OPERATOR(op, name, flipped)                              \
+  Tensor operator op(const Tensor& a, const Tensor& b) { return name(a, b); }       \
+  Tensor operator op(const Tensor& a, const Scalar& b) { return name(a, b); }       \
+  Tensor operator op(const Scalar& a, const Tensor& b) { return flipped(b, a); }
+MIXT_DEFINE_COMPARE_OPERATOR(==, eq, eq)
+MIXT_DEFINE_COMPARE_OPERATOR(!=, ne, ne)
+MIXT_DEFINE_COMPARE_OPERATOR(<, lt, gt)
+MIXT_DEFINE_COMPARE_OPERATOR(<=, le, ge)
+MIXT_DEFINE_COMPARE_OPERATOR(>, gt, lt)
+MIXT_DEFINE_COMPARE_OPERATOR(>=, ge, le)
+#undef MIXT_DEFINE_COMPARE_OPERATOR
+
+bool equal(const Tensor& a, const Tensor& b) {
+  MIXT_CHECK(a.defined() && b.defined(), "equal", "an operand is undefined");
+  MIXT_CHECK(a.device() == b.device(), "equal", "the tensors are on different devices: {} and {}", a.device(),
+             b.device());
+  MIXT_CHECK(!a.is_meta(), "equal", "meta tensors have no values to compare ({} and {})", a.describe(),
+             b.describe());
+  promote_types(a.dtype(), b.dtype());  // raises for float8 with another type, even when the shapes differ
+  if (a.sizes() != b.sizes()) return false;
+  return all(eq(a, b)).item<bool>();
+}
 
 ScalarType result_type(std::initializer_list<Tensor> operands) {
   ResultTypeState state;

@@ -95,12 +95,4 @@ Tensor where(const Tensor& condition, const Tensor& a, const Scalar& b) {
   return where(condition, a, wrapped_scalar(b));
 }
 
-Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx) {
-  OpCall c(OpId::embedding);
-  c.push(weight);
-  c.push(indices);
-  if (padding_idx != -1) c.attrs.get<attrs::Embedding>().padding_idx = padding_idx;  // -1: none
-  return call_op(c);
-}
-
 }  // namespace mixt

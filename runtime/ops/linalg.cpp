@@ -39,14 +39,6 @@ Tensor baddbmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scala
                ScalarType out_dtype) {
   return scaled_product(OpId::baddbmm, bias, a, b, beta, alpha, out_dtype);
 }
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, ScalarType out_dtype) {
-  OpCall c(OpId::linear);
-  c.push(x);
-  c.push(weight);
-  if (bias.defined()) c.push(bias);
-  c.attrs.dtype = out_dtype;
-  return call_op(c);
-}
 Tensor dot(const Tensor& a, const Tensor& b) { return product(OpId::dot, a, b, ScalarType::Undefined); }
 Tensor mv(const Tensor& m, const Tensor& v) { return product(OpId::mv, m, v, ScalarType::Undefined); }
 Tensor outer(const Tensor& a, const Tensor& b) { return product(OpId::outer, a, b, ScalarType::Undefined); }

@@ -30,7 +30,66 @@ Shape per_dim(const Shape& l, int rank, const char* op, const char* what) {
   return l.size() == 1 ? Shape::filled(rank, l[0]) : l;
 }
 
+GeluApprox gelu_approx(std::string_view approximate) {
+  if (approximate == "none") return GeluApprox::None;
+  if (approximate == "tanh") return GeluApprox::Tanh;
+  MIXT_FAIL("gelu", "approximate must be \"none\" or \"tanh\" (got \"{}\")", approximate);
+}
+
 }  // namespace
+
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, ScalarType out_dtype) {
+  OpCall c = make_call(OpId::linear, {input, weight}, {bias});
+  c.attrs.dtype = out_dtype;
+  return call_op(c);
+}
+
+Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx) {
+  // The op's inputs are (weight, indices), as ATen's.
+  OpCall c = make_call(OpId::embedding, {weight, input});
+  if (padding_idx && *padding_idx < 0 && weight.dim() > 0) {
+    const int64_t rows = weight.size(0);
+    MIXT_CHECK(*padding_idx >= -rows, "embedding", "padding_idx {} is out of range for {} embeddings", *padding_idx,
+               rows);
+    *padding_idx += rows;
+  }
+  c.attrs.get<attrs::Embedding>().padding_idx = padding_idx;
+  return call_op(c);
+}
+
+Tensor gelu(const Tensor& x, std::string_view approximate) {
+  OpCall c = make_call(OpId::gelu, {x});
+  c.attrs.get<attrs::Gelu>().approximate = gelu_approx(approximate);
+  return call_op(c);
+}
+
+Tensor& gelu_(Tensor& x, std::string_view approximate) {
+  OpCall c = make_call(OpId::gelu_, {x});
+  c.attrs.get<attrs::Gelu>().approximate = gelu_approx(approximate);
+  return call_inplace(c, x);
+}
+
+Tensor silu(const Tensor& x) {
+  OpCall c = make_call(OpId::silu, {x});
+  return call_op(c);
+}
+
+Tensor& silu_(Tensor& x) {
+  OpCall c = make_call(OpId::silu_, {x});
+  return call_inplace(c, x);
+}
+
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  OpCall c = make_call(OpId::softplus, {x});
+  c.attrs.get<attrs::Softplus>() = {beta, threshold};
+  return call_op(c);
+}
+
+Tensor& softplus_(Tensor& x, double beta, double threshold) {
+  OpCall c = make_call(OpId::softplus_, {x});
+  c.attrs.get<attrs::Softplus>() = {beta, threshold};
+  return call_inplace(c, x);
+}
 
 Tensor softmax(const Tensor& x, int64_t dim, ScalarType dtype) {
   OpCall c = make_call(OpId::softmax, {x});

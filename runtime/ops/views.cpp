@@ -13,6 +13,13 @@ Tensor view(const Tensor& t, const Shape& shape) {
   return call_op(c);
 }
 
+Tensor view(const Tensor& t, ScalarType dtype) {
+  OpCall c(OpId::view_dtype);
+  c.push(t);
+  c.attrs.dtype = dtype;
+  return call_op(c);
+}
+
 Tensor reshape(const Tensor& t, const Shape& shape) {
   MIXT_CHECK(t.defined(), "reshape", "the tensor is undefined");
   const Shape sizes = infer_size(shape, t.numel(), "reshape");

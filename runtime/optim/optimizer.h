@@ -107,8 +107,9 @@ class Optimizer {
   // float32/float64, gradients contiguous, of the parameters' dtypes and shapes. Returns
   // false when there is no fused kernel for them (the base then calls update()
   // per parameter).
-  virtual bool fused_update(const ParamGroup& group, std::span<ParamState* const> states,
-                            std::span<const Tensor> params, std::span<const Tensor> grads, const Tensor& found_inf) {
+  virtual bool fused_update(const ParamGroup& /*group*/, std::span<ParamState* const> /*states*/,
+                            std::span<const Tensor> /*params*/, std::span<const Tensor> /*grads*/,
+                            const Tensor& /*found_inf*/) {
     return false;
   }
   // The optimizer's own hyperparameters (name, field of the live options), saved by state_dict().

@@ -21,6 +21,7 @@
 
 using namespace mixt;
 using namespace mixt::testing;
+namespace F = mixt::nn::functional;
 namespace nnf = mixt::nn::functional;
 
 namespace {
@@ -214,7 +215,7 @@ TEST_CASE("narrow-float products accumulate in float32, not in their own dtype",
     // addmm: 0.25 + 1.5, rounded once (1.75 is exact in every dtype here).
     const Tensor bias = full({1, 1}, 0.25, of(k.dt));
     CHECK(addmm(bias, row, col).item<double>() == 1.75);
-    CHECK(linear(row, col.t()).item<double>() == 1.5);
+    CHECK(F::linear(row, col.t()).item<double>() == 1.5);
     // out_dtype = float32 returns the float32 accumulator itself.
     CHECK(mm(row, col, kFloat32).item<double>() == 1.5);
   }

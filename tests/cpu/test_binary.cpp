@@ -412,6 +412,78 @@ TEST_CASE("comparisons", "[compare]") {
   CHECK_THROWS_AS(eq(make({1.0}, kFloat8_e4m3fn), make({1.0}, kFloat32)), Error);
 }
 
+TEST_CASE("comparison operators return bool tensors", "[compare]") {
+  const Tensor a = make({1, 2, 3, 4}, kFloat32), b = make({2, 2, 2, 5}, kFloat32);
+  const Tensor r = a == b;
+  CHECK(r.dtype() == kBool);
+  CHECK(r.sizes() == Shape{4});
+  CHECK(values(a == b) == std::vector<double>{0, 1, 0, 0});
+  CHECK(values(a != b) == std::vector<double>{1, 0, 1, 1});
+  CHECK(values(a < b) == std::vector<double>{1, 0, 0, 1});
+  CHECK(values(a <= b) == std::vector<double>{1, 1, 0, 1});
+  CHECK(values(a > b) == std::vector<double>{0, 0, 1, 0});
+  CHECK(values(a >= b) == std::vector<double>{0, 1, 1, 0});
+  // A scalar on either side; on the left it is the left operand (1 < a is a > 1).
+  CHECK(values(a == 2) == std::vector<double>{0, 1, 0, 0});
+  CHECK(values(2 == a) == std::vector<double>{0, 1, 0, 0});
+  CHECK(values(a != 2.0) == std::vector<double>{1, 0, 1, 1});
+  CHECK(values(2.0 != a) == std::vector<double>{1, 0, 1, 1});
+  CHECK(values(a < 2.5) == std::vector<double>{1, 1, 0, 0});
+  CHECK(values(2.5 < a) == std::vector<double>{0, 0, 1, 1});
+  CHECK(values(a <= 2) == std::vector<double>{1, 1, 0, 0});
+  CHECK(values(2 <= a) == std::vector<double>{0, 1, 1, 1});
+  CHECK(values(a > 3) == std::vector<double>{0, 0, 0, 1});
+  CHECK(values(3 > a) == std::vector<double>{1, 1, 0, 0});
+  CHECK(values(a >= 3) == std::vector<double>{0, 0, 1, 1});
+  CHECK(values(3 >= a) == std::vector<double>{1, 1, 1, 0});
+  // Broadcasting, promotion, bool scalars, and composing with the other operators.
+  CHECK(values(make({1, 2, 3, 4}, kFloat32, {2, 2}) > make({1, 3}, kFloat32, {2, 1})) ==
+        std::vector<double>{0, 1, 0, 1});
+  CHECK(values(from_vector(std::vector<int32_t>{1, 2}) == make({1.0, 2.5}, kFloat64)) == std::vector<double>{1, 0});
+  CHECK(values(bools({1, 0}) == true) == std::vector<double>{1, 0});
+  CHECK(values((a * 2 > 4) == (a > 2)) == std::vector<double>{1, 1, 1, 1});
+  CHECK(values(where(a > 2, a, -a)) == std::vector<double>{-1, -2, 3, 4});
+  // NaN: unequal to everything, `!=` to everything.
+  const Tensor n = make({kNan}, kFloat32);
+  CHECK(values(n == n) == std::vector<double>{0});
+  CHECK(values(n != n) == std::vector<double>{1});
+  CHECK_THROWS_AS(make({1, 2}, kFloat32) == make({1, 2, 3}, kFloat32), Error);
+}
+
+TEST_CASE("equal: same shape and values", "[compare]") {
+  const Tensor a = make({1, 2, 3, 4}, kFloat32, {2, 2});
+  CHECK(equal(a, a));
+  CHECK(equal(a, a.clone()));
+  CHECK(a.equal(make({1, 2, 3, 4}, kFloat32, {2, 2})));
+  CHECK_FALSE(equal(a, make({1, 2, 3, 5}, kFloat32, {2, 2})));
+  // The shape must match exactly: no broadcasting, no flattening.
+  CHECK_FALSE(equal(a, make({1, 2, 3, 4}, kFloat32)));
+  CHECK_FALSE(equal(a, make({1, 2}, kFloat32)));
+  CHECK_FALSE(equal(make({1}, kFloat32), scalar0(1)));
+  CHECK(equal(scalar0(2), scalar0(2)));
+  // Layouts do not matter, values do.
+  CHECK(equal(a.t(), make({1, 3, 2, 4}, kFloat32, {2, 2})));
+  CHECK(equal(a.t().contiguous(), a.t()));
+  // Dtypes may differ: values are compared in the promoted dtype (as PyTorch's torch.equal).
+  CHECK(equal(from_vector(std::vector<int64_t>{1, 2, 3, 4}, {2, 2}), a));
+  CHECK(equal(a.to(kFloat16), a));
+  CHECK_FALSE(equal(make({0.1}, kFloat16), make({0.1}, kFloat32)));
+  CHECK(equal(bools({1, 0}), from_vector(std::vector<int32_t>{1, 0})));
+  // NaN equals nothing, also itself; -0 equals +0.
+  const Tensor n = make({1, kNan}, kFloat32);
+  CHECK_FALSE(equal(n, n));
+  CHECK(equal(make({-0.0}, kFloat32), make({0.0}, kFloat32)));
+  // Empty tensors of one shape are equal.
+  CHECK(equal(make({}, kFloat32, {0, 3}), make({}, kInt64, {0, 3})));
+  CHECK_FALSE(equal(make({}, kFloat32, {0, 3}), make({}, kFloat32, {3, 0})));
+  // Errors: undefined, other devices, meta, float8 mixed with another type.
+  CHECK_THROWS_AS(equal(a, Tensor()), Error);
+  const Tensor m = empty({2, 2}, {.device = Device::meta()});
+  CHECK_THAT(error_of([&] { equal(m, m); }), Catch::Contains("equal") && Catch::Contains("meta"));
+  CHECK_THROWS_AS(equal(a, m), Error);
+  CHECK_THROWS_AS(equal(make({1}, kFloat8_e4m3fn), make({1, 2}, kFloat32)), Error);
+}
+
 TEST_CASE("logical and, or, xor", "[compare]") {
   const Tensor a = make({0.0, 0.0, 2.0, kNan}, kFloat32), b = from_vector(std::vector<int64_t>{0, 5, 0, 1});
   CHECK(logical_and(a, b).dtype() == kBool);

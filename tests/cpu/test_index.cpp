@@ -13,6 +13,7 @@
 
 using namespace mixt;
 using namespace mixt::testing;
+namespace F = mixt::nn::functional;
 
 namespace {
 
@@ -292,36 +293,36 @@ TEST_CASE("masked_fill", "[index]") {
 
 TEST_CASE("embedding looks up rows", "[index]") {
   Tensor w = iota({5, 3});
-  Tensor e = embedding(w, idx({0, 4, 2, -1}, {2, 2}));
+  Tensor e = F::embedding(idx({0, 4, 2, -1}, {2, 2}), w);
   CHECK(e.sizes() == Shape{2, 2, 3});
   CHECK(e.to_vector<float>() == std::vector<float>{0, 1, 2, 12, 13, 14, 6, 7, 8, 12, 13, 14});
-  Tensor e32 = embedding(w, from_vector(std::vector<int32_t>{1, 1, 3}), 0);
+  Tensor e32 = F::embedding(from_vector(std::vector<int32_t>{1, 1, 3}), w, 0);
   CHECK(e32.sizes() == Shape{3, 3});
   CHECK(e32.to_vector<float>() == std::vector<float>{3, 4, 5, 3, 4, 5, 9, 10, 11});
-  Tensor e0 = embedding(w, scalar(2, kInt64));
+  Tensor e0 = F::embedding(scalar(2, kInt64), w);
   CHECK(e0.sizes() == Shape{3});
   CHECK(e0.to_vector<float>() == std::vector<float>{6, 7, 8});
   // Non-contiguous weight: wt[r][j] = j * 5 + r.
   Tensor wt = iota({3, 5}).t();
-  CHECK(embedding(wt, idx({4, 0})).to_vector<float>() == std::vector<float>{4, 9, 14, 0, 5, 10});
+  CHECK(F::embedding(idx({4, 0}), wt).to_vector<float>() == std::vector<float>{4, 9, 14, 0, 5, 10});
   Tensor wb = w.to(kBFloat16);
-  Tensor eb = embedding(wb, idx({3}));
+  Tensor eb = F::embedding(idx({3}), wb);
   CHECK(eb.dtype() == kBFloat16);
   CHECK(eb.to_vector<float>() == std::vector<float>{9, 10, 11});
-  CHECK(embedding(w, idx({})).sizes() == Shape{0, 3});
+  CHECK(F::embedding(idx({}), w).sizes() == Shape{0, 3});
 }
 
 TEST_CASE("embedding errors", "[index]") {
   Tensor w = iota({5, 3});
-  const std::string msg = error_of([&] { embedding(w, idx({1, 5})); });
+  const std::string msg = error_of([&] { F::embedding(idx({1, 5}), w); });
   CHECK(contains(msg, "embedding"));
   CHECK(contains(msg, "index 5"));
-  CHECK_THROWS_AS(embedding(w, idx({-6})), Error);
-  CHECK_THROWS_AS(embedding(w, idx({0}), 5), Error);
-  CHECK_THROWS_AS(embedding(w, idx({0}), -2), Error);
-  CHECK_THROWS_AS(embedding(iota({5}), idx({0})), Error);
-  CHECK_THROWS_AS(embedding(w, from_vector(std::vector<float>{0})), Error);
-  CHECK_THROWS_AS(embedding(w, iota({1, 1, 1, 1, 1, 1, 1, 1}).to(kInt64)), Error);  // result beyond 8 dims
+  CHECK_THROWS_AS(F::embedding(idx({-6}), w), Error);
+  CHECK_THROWS_AS(F::embedding(idx({0}), w, 5), Error);
+  CHECK_THROWS_AS(F::embedding(idx({0}), w, -6), Error);  // (-1 is the last row, -5 the first)
+  CHECK_THROWS_AS(F::embedding(idx({0}), iota({5})), Error);
+  CHECK_THROWS_AS(F::embedding(from_vector(std::vector<float>{0}), w), Error);
+  CHECK_THROWS_AS(F::embedding(iota({1, 1, 1, 1, 1, 1, 1, 1}).to(kInt64), w), Error);  // result beyond 8 dims
 }
 
 TEST_CASE("large inputs take the parallel loops and agree with the reference", "[index]") {

@@ -22,6 +22,7 @@
 
 using namespace mixt;
 using namespace mixt::testing;
+namespace F = mixt::nn::functional;
 namespace nnf = mixt::nn::functional;
 using ref::Ref;
 using Vec = std::vector<double>;
@@ -223,7 +224,7 @@ TEST_CASE("scans, index ops, factories and conversions over many lines", "[large
     // the rows are permuted (scatter: no duplicates) or folded onto 13 columns (scatter_add, each addition
     // rounded to the dtype in index order, as the reference rounds).
     check_all(index_select(x.t(), 1, index), ref::index_select(ref::transpose(rx, 0, 1), 1, ref_of(index)), kExact);
-    check_all(embedding(x, index.view({30, 50})), ref::embedding(rx, ref_of(index.view({30, 50}))), kExact);
+    check_all(F::embedding(index.view({30, 50}), x), ref::embedding(rx, ref_of(index.view({30, 50}))), kExact);
     std::vector<int64_t> perm(1001 * 67), fold(1001 * 67);
     for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>((i % 67 * 5 + i / 67) % 67), fold[i] = (i * 7) % 13;
     const Tensor pidx = from_vector(perm, {1001, 67}), fidx = from_vector(fold, {1001, 67});

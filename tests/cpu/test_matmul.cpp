@@ -17,6 +17,7 @@
 #include "ulps.h"
 
 using namespace mixt;
+namespace F = mixt::nn::functional;
 
 namespace {
 
@@ -206,7 +207,7 @@ TEST_CASE("out_dtype float32 keeps the f32 accumulator of narrow-float operands"
   CHECK(r.dtype() == kFloat32);
   check_matmul(r, a3, b3, f32);
   Tensor w = random_tensor({3, 40}, kBFloat16, 38);
-  r = linear(a3, w, Tensor(), kFloat32);
+  r = F::linear(a3, w, Tensor(), kFloat32);
   CHECK(r.dtype() == kFloat32);
   check_matmul(r, a3, w.t(), f32);
   // A bias in the operands' dtype or in float32 is added to the f32 accumulator.
@@ -217,10 +218,10 @@ TEST_CASE("out_dtype float32 keeps the f32 accumulator of narrow-float operands"
     expect[i] += bv[i % 3];
     expect32[i] += bv32[i % 3];
   }
-  r = linear(a3, w, bias, kFloat32);
+  r = F::linear(a3, w, bias, kFloat32);
   CHECK(r.dtype() == kFloat32);
   check_values(r, expect, f32);
-  check_values(linear(a3, w, bias32, kFloat32), expect32, f32);
+  check_values(F::linear(a3, w, bias32, kFloat32), expect32, f32);
   CHECK(addmm(bias32, a3.select(0, 0), w.t(), 1, 1, kFloat32).dtype() == kFloat32);
   check_values(baddbmm(bias32, a3, w.t().unsqueeze(0).expand({2, 40, 3}), 1, 1, kFloat32), expect32, f32);
 }
@@ -338,21 +339,21 @@ TEST_CASE("linear with and without bias", "[matmul]") {
     INFO(dtype_name(dt));
     Tensor x = random_tensor({2, 3, 5}, dt, 71), w = random_tensor({4, 5}, dt, 72), bias = random_tensor({4}, dt, 73);
     const Reference xw = naive_matmul(x, w.t());
-    Tensor r = linear(x, w);
+    Tensor r = F::linear(x, w);
     CHECK(r.sizes() == Shape{2, 3, 4});
     CHECK(r.dtype() == dt);
     check_values(r, xw.values, tolerance_for(dt));
     std::vector<double> expect = xw.values;
     const auto bv = bias.to_vector<double>();
     for (size_t i = 0; i < expect.size(); ++i) expect[i] += bv[i % 4];
-    r = linear(x, w, bias);
+    r = F::linear(x, w, bias);
     CHECK(r.sizes() == Shape{2, 3, 4});
     check_values(r, expect, tolerance_for(dt));
     // 2-D and 1-D inputs.
     Tensor x2 = x.select(0, 1);
-    check_values(linear(x2, w, bias), std::vector<double>(expect.begin() + 12, expect.end()), tolerance_for(dt));
+    check_values(F::linear(x2, w, bias), std::vector<double>(expect.begin() + 12, expect.end()), tolerance_for(dt));
     Tensor x1 = x2.select(0, 2);
-    Tensor r1 = linear(x1, w, bias);
+    Tensor r1 = F::linear(x1, w, bias);
     CHECK(r1.sizes() == Shape{4});
     check_values(r1, std::vector<double>(expect.begin() + 20, expect.end()), tolerance_for(dt));
   }
@@ -399,7 +400,7 @@ TEST_CASE("matmul family errors", "[matmul][errors]") {
   CHECK_THROWS_AS(matmul(b3, v4), Error);
   CHECK_THROWS_AS(dot(v3, v4), Error);
   CHECK_THROWS_AS(mv(a23, v4), Error);
-  CHECK_THROWS_AS(linear(a23, a45), Error);
+  CHECK_THROWS_AS(F::linear(a23, a45), Error);
 
   // Mismatched dtypes: no silent promotion.
   check_error_mentions([&] { mm(a23, d34); }, "mm", "same dtype");
@@ -407,7 +408,7 @@ TEST_CASE("matmul family errors", "[matmul][errors]") {
   CHECK_THROWS_AS(matmul(a23, d34), Error);
   CHECK_THROWS_AS(dot(v3, v3.to(kFloat64)), Error);
   CHECK_THROWS_AS(mv(a34.t(), v3.to(kBFloat16)), Error);
-  CHECK_THROWS_AS(linear(a34.t(), d34.t()), Error);
+  CHECK_THROWS_AS(F::linear(a34.t(), d34.t()), Error);
   CHECK_THROWS_AS(addmm(v4.to(kInt32), a23, a34), Error);  // bias of a third dtype
 
   // Wrong ranks.
@@ -419,9 +420,9 @@ TEST_CASE("matmul family errors", "[matmul][errors]") {
   CHECK_THROWS_AS(dot(a23, a23), Error);
   CHECK_THROWS_AS(mv(v3, v3), Error);
   CHECK_THROWS_AS(outer(a23, v3), Error);
-  CHECK_THROWS_AS(linear(a23, v3), Error);
-  CHECK_THROWS_AS(linear(random_tensor({}, kFloat32, 14), a34), Error);
-  CHECK_THROWS_AS(linear(b3, a34.t(), a23), Error);  // 2-D bias with a 3-D input
+  CHECK_THROWS_AS(F::linear(a23, v3), Error);
+  CHECK_THROWS_AS(F::linear(random_tensor({}, kFloat32, 14), a34), Error);
+  CHECK_THROWS_AS(F::linear(b3, a34.t(), a23), Error);  // 2-D bias with a 3-D input
 
   // Batch and bias shapes.
   CHECK_THROWS_AS(bmm(b3, c3), Error);  // batch 2 vs 3
@@ -437,7 +438,7 @@ TEST_CASE("matmul family errors", "[matmul][errors]") {
   CHECK_THROWS_AS(mm(a23.to(kFloat16), a34.to(kFloat16), kBFloat16), Error);
   CHECK_THROWS_AS(mm(a23.to(kInt32), a34.to(kInt32), kFloat32), Error);
   CHECK_THROWS_AS(matmul(a23.to(kInt64), a34.to(kInt64), kFloat32), Error);
-  CHECK_THROWS_AS(linear(a23, a34.t(), Tensor(), kFloat16), Error);
+  CHECK_THROWS_AS(F::linear(a23, a34.t(), Tensor(), kFloat16), Error);
   CHECK(mm(a23, a34, kFloat32).dtype() == kFloat32);  // the operands' own dtype is accepted
 
   // Unsupported dtypes and scalars.

@@ -171,7 +171,7 @@ TEST_CASE("linear: the CPU's fused kernel beside the composite every other backe
   const Tensor x = randn({4, 3, 5}), w = randn({6, 5}), b = randn({6});
   auto inner_ops = [&](Device dev) {
     autocast::Explain ex;
-    const Tensor y = linear(x.to(dev), w.to(dev), b.to(dev));
+    const Tensor y = F::linear(x.to(dev), w.to(dev), b.to(dev));
     CHECK(y.sizes() == Shape{4, 3, 6});
     int inner = 0;
     for (const auto& r : ex.records()) inner += r.depth > 0;
@@ -180,7 +180,7 @@ TEST_CASE("linear: the CPU's fused kernel beside the composite every other backe
   CHECK(inner_ops(Device::cpu()) == 0);
   CHECK(inner_ops(Device::meta()) > 0);
   // The fused kernel equals the composite's result bit for bit (same GEMM, same bias add).
-  const Tensor fused = linear(x, w, b);
+  const Tensor fused = F::linear(x, w, b);
   Tensor composite_result;
   {
     OpCall c(OpId::linear);

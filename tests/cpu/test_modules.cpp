@@ -389,6 +389,11 @@ TEST_CASE("Embedding: N(0, 1) init, zero padding row, lookup", "[modules]") {
     for (int j = 0; j < 3; ++j) CHECK(yv[static_cast<size_t>(i * 3 + j)] == table[picked[i]][j]);
   CHECK_THROWS_AS(emb.forward(from_vector(std::vector<int64_t>{5})), Error);
   CHECK_THROWS_WITH(nn::Embedding(5, 3, 5), Contains("padding_idx 5"));
+  CHECK_THROWS_WITH(nn::Embedding(5, 3, -6), Contains("padding_idx -6"));
+  // A negative padding_idx counts from the end (PyTorch's rule): its row starts at zero.
+  nn::Embedding padded(5, 3, -1);
+  CHECK(values(padded.weight().select(0, 4)) == Vec{0, 0, 0});
+  CHECK_THAT(padded.str(), Contains("padding_idx=4"));
 }
 
 TEST_CASE("LayerNorm and RMSNorm against double references", "[modules]") {

@@ -22,6 +22,7 @@
 
 using namespace mixt;
 using namespace mixt::testing;
+namespace F = mixt::nn::functional;
 
 namespace {
 
@@ -65,7 +66,7 @@ std::vector<UnaryOp> unary_ops() {
       // relu(-0) keeps -0 (x unless x < 0; neither PyTorch nor <cmath> defines the sign).
       {"relu", relu, relu_, {0.0, -0.0, kInf, 0.0}, 0.5},
       // silu(-Inf) = -Inf * sigmoid(-Inf) = -Inf * 0: NaN, as PyTorch's x * sigmoid(x).
-      {"silu", silu, silu_, {0.0, -0.0, kInf, kNan}, 2},
+      {"silu", F::silu, F::silu_, {0.0, -0.0, kInf, kNan}, 2},
       {"erf", erf, erf_, {0.0, -0.0, 1, -1}, 1},
       {"erfinv", erfinv, erfinv_, {0.0, -0.0, kNan, kNan}, 4},  // erfinv is odd: erfinv(-0) = -0
       {"floor", floor, floor_, {0.0, -0.0, kInf, -kInf}, 0.5},
@@ -74,10 +75,10 @@ std::vector<UnaryOp> unary_ops() {
       // gelu(-Inf) = -Inf * (1 + erf(-Inf)) / 2 = -Inf * 0: NaN, as PyTorch's formula.
       // At x = -1, 1 + erf(x / sqrt 2) = 0.32 cancels: erf's ulp of 0.68 is two ulps of the sum, and x / sqrt 2
       // is rounded before (the tanh form likewise).
-      {"gelu", [](const Tensor& t) { return gelu(t); }, [](Tensor& t) -> Tensor& { return gelu_(t); }, {0.0, -0.0, kInf, kNan}, 4},
-      {"gelu_tanh", [](const Tensor& t) { return gelu(t, "tanh"); }, [](Tensor& t) -> Tensor& { return gelu_(t, "tanh"); },
+      {"gelu", [](const Tensor& t) { return F::gelu(t); }, [](Tensor& t) -> Tensor& { return F::gelu_(t); }, {0.0, -0.0, kInf, kNan}, 4},
+      {"gelu_tanh", [](const Tensor& t) { return F::gelu(t, "tanh"); }, [](Tensor& t) -> Tensor& { return F::gelu_(t, "tanh"); },
        {0.0, -0.0, kInf, kNan}, 4},
-      {"softplus", [](const Tensor& t) { return softplus(t); }, [](Tensor& t) -> Tensor& { return softplus_(t); },
+      {"softplus", [](const Tensor& t) { return F::softplus(t); }, [](Tensor& t) -> Tensor& { return F::softplus_(t); },
        {kLog2, kLog2, kInf, 0.0}, 2},
   };
 }
@@ -155,7 +156,7 @@ TEST_CASE("clamp, softplus with beta and the predicates at special values", "[un
     INFO(dtype_name(dt));
     const std::vector<double> xs = specials_of(dt);
     const Tensor x = make(xs, dt);
-    const std::vector<double> c = values(clamp(x, -1, 2)), sp = values(softplus(x, 2.0, 3.0));
+    const std::vector<double> c = values(clamp(x, -1, 2)), sp = values(F::softplus(x, 2.0, 3.0));
     const std::vector<double> fin = values(isfinite(x)), nan = values(isnan(x)), inf = values(isinf(x)),
                               lnot = values(logical_not(x));
     for (size_t i = 0; i < xs.size(); ++i) {

@@ -14,6 +14,7 @@
 
 using namespace mixt;
 using namespace mixt::testing;
+namespace F = mixt::nn::functional;
 
 namespace {
 
@@ -164,20 +165,23 @@ TEST_CASE("cumprod's gradient is exact with one zero and with several zeros", "[
 TEST_CASE("embedding's padding row gets no gradient", "[autograd][subgradient]") {
   Tensor weight = leaf({0, 1, 2, 3, 4, 5, 6, 7}, {4, 2});
   const Tensor idx = from_vector(std::vector<int64_t>{0, 2, 2, 1, 0});
-  const Tensor out = embedding(weight, idx, /*padding_idx=*/2);
+  const Tensor out = F::embedding(idx, weight, /*padding_idx=*/2);
   const Tensor w = make({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, kFloat64, {5, 2});
   const auto g = values(autograd::grad({sum(mul(out, w))}, {weight})[0]);
   // Row 0 gathers batch rows 0 and 4, row 1 batch row 3; row 2 (padding) nothing; row 3 unused.
   CHECK(g == std::vector<double>{1 + 9, 2 + 10, 7, 8, 0, 0, 0, 0});
   // Without padding_idx the same row accumulates.
   Tensor weight2 = leaf({0, 1, 2, 3, 4, 5, 6, 7}, {4, 2});
-  const auto g2 = values(autograd::grad({sum(mul(embedding(weight2, idx), w))}, {weight2})[0]);
+  const auto g2 = values(autograd::grad({sum(mul(F::embedding(idx, weight2), w))}, {weight2})[0]);
   CHECK(g2 == std::vector<double>{10, 12, 7, 8, 3 + 5, 4 + 6, 0, 0});
+  // A negative padding_idx counts from the end, as in PyTorch: -2 of 4 rows is row 2.
+  Tensor weight3 = leaf({0, 1, 2, 3, 4, 5, 6, 7}, {4, 2});
+  CHECK(values(autograd::grad({sum(mul(F::embedding(idx, weight3, -2), w))}, {weight3})[0]) == g);
 }
 
 TEST_CASE("softplus switches to the identity's gradient only above its threshold", "[autograd][subgradient]") {
   // PyTorch: where beta x > threshold the gradient is 1, else sigmoid(beta x) (at equality too).
-  const auto g = grad_of([](const Tensor& x) { return softplus(x, 2.0, 20.0); }, {10, 10.5});
+  const auto g = grad_of([](const Tensor& x) { return F::softplus(x, 2.0, 20.0); }, {10, 10.5});
   CHECK(g[0] == Approx(1 / (1 + std::exp(-20.0))).epsilon(1e-15));
   CHECK(g[0] != 1.0);
   CHECK(g[1] == 1.0);

@@ -16,6 +16,7 @@
 
 using namespace mixt;
 using namespace mixt::testing;
+namespace F = mixt::nn::functional;
 
 namespace {
 
@@ -39,7 +40,7 @@ std::vector<MathCase> math_cases() {
       {"sin", sin, sin_, any},         {"cos", cos, cos_, any},
       {"tan", tan, tan_, unit},        {"tanh", tanh, tanh_, any},
       {"sigmoid", sigmoid, sigmoid_, any},
-      {"silu", silu, silu_, any},      {"erf", erf, erf_, any},
+      {"silu", F::silu, F::silu_, any},      {"erf", erf, erf_, any},
       {"erfinv", erfinv, erfinv_, unit},
       {"neg", neg, neg_, any},         {"abs", abs, abs_, any},
       {"relu", relu, relu_, any},      {"floor", floor, floor_, any},
@@ -83,8 +84,8 @@ TEST_CASE("gelu (erf and tanh forms) and softplus", "[unary]") {
     INFO(dtype_name(dt));
     const Tensor x = make(in, dt);
     const std::vector<double> xs = values(x);
-    const auto g = values(gelu(x)), gt = values(gelu(x, "tanh"));
-    const auto sp = values(softplus(x)), sp2 = values(softplus(x, 2.0, 1.0));
+    const auto g = values(F::gelu(x)), gt = values(F::gelu(x, "tanh"));
+    const auto sp = values(F::softplus(x)), sp2 = values(F::softplus(x, 2.0, 1.0));
     for (size_t i = 0; i < xs.size(); ++i) {
       const double v = xs[i];
       CHECK(close(g[i], 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))), tol_for(dt)));
@@ -97,12 +98,12 @@ TEST_CASE("gelu (erf and tanh forms) and softplus", "[unary]") {
   }
   // The tanh form differs from the erf form (so the flag is honoured).
   const Tensor x = make({1.0}, kFloat64);
-  CHECK(gelu(x).item<double>() != gelu(x, "tanh").item<double>());
+  CHECK(F::gelu(x).item<double>() != F::gelu(x, "tanh").item<double>());
   Tensor y = make({-1.0, 2.0}, kFloat32);
-  gelu_(y, "tanh");
+  F::gelu_(y, "tanh");
   CHECK(close(values(y)[1], 0.5 * 2 * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (2 + 0.044715 * 8))),
               tol_for(kFloat32)));
-  CHECK_THROWS_AS(gelu(x, "fast"), Error);
+  CHECK_THROWS_AS(F::gelu(x, "fast"), Error);
 }
 
 TEST_CASE("erfinv edges", "[unary]") {
@@ -139,12 +140,12 @@ TEST_CASE("float-only unary ops promote integer and bool inputs to float32", "[u
   CHECK_THROWS_AS(log_(j), Error);
   CHECK(values(j) == std::vector<double>{0, 1, 4, 9});
   // gelu, silu and softplus promote too (PyTorch raises for integer inputs there).
-  CHECK(gelu(i).dtype() == kFloat32);
-  CHECK(close(values(gelu(i))[1], 0.5 * (1 + std::erf(1 / std::sqrt(2.0))), tol_for(kFloat32)));
-  CHECK(close(values(silu(b))[1], 1 / (1 + std::exp(-1.0)), tol_for(kFloat32)));
-  CHECK(close(values(softplus(i))[0], std::log(2.0), tol_for(kFloat32)));
-  CHECK_THROWS_AS(gelu_(j), Error);
-  CHECK_THROWS_AS(softplus_(j), Error);
+  CHECK(F::gelu(i).dtype() == kFloat32);
+  CHECK(close(values(F::gelu(i))[1], 0.5 * (1 + std::erf(1 / std::sqrt(2.0))), tol_for(kFloat32)));
+  CHECK(close(values(F::silu(b))[1], 1 / (1 + std::exp(-1.0)), tol_for(kFloat32)));
+  CHECK(close(values(F::softplus(i))[0], std::log(2.0), tol_for(kFloat32)));
+  CHECK_THROWS_AS(F::gelu_(j), Error);
+  CHECK_THROWS_AS(F::softplus_(j), Error);
 }
 
 TEST_CASE("neg, abs, sign, relu, floor, ceil, round keep integer dtypes", "[unary]") {

@@ -10,6 +10,8 @@
 namespace mixt::testing {
 namespace {
 
+namespace fn = mixt::nn::functional;  // (F is the floating dtype set here)
+
 // Mean and standard deviation of round(X) in `dt` for X with density `pdf` on [lo, hi]
 // (numerical integration; `high`, when finite, is never returned: a value rounding up
 // to it steps down to the next value below, as uniform_ does).
@@ -127,6 +129,10 @@ void add_view_and_movement_cases(Builder& b) {
       .with([](const Refs& in, ScalarType) { return ref::unsqueeze(in[0], 1); }, kExact);
   b.unary("as_strided", OpId::as_strided, A, A, -3, 3, [](const Tensor& t) { return as_strided(t, {2, 3}, {2, 4}, 1); })
       .with([](const Refs& in, ScalarType) { return ref::as_strided(in[0], {2, 3}, {2, 4}, 1); }, kExact);
+  // Bytes and back: the round trip is exact (bool stays bool: other bytes are not bools).
+  b.unary("view_dtype/bytes round trip", OpId::view_dtype, A, A, -3, 3, [](const Tensor& t) {
+     return t.view(t.dtype() == kBool ? kBool : kUInt8).view(t.dtype());
+   }).with([](const Refs& in, ScalarType) { return in[0]; }, kExact);
 
   b.unary("clone", OpId::clone, A, A, -3, 3, [](const Tensor& t) { return t.t().clone(); })
       .with([](const Refs& in, ScalarType) { return ref::transpose(in[0], 0, 1); }, kExact);
@@ -214,7 +220,7 @@ void add_index_cases(Builder& b) {
         [](ScalarType dt) {
           return CaseInputs{{data(dt, {5, 3}, -3, 3, 13), index_tensor({4, 0, 4, 2, 1, 1}, {2, 3})}, 0b01};
         },
-        [](const std::vector<Tensor>& in, ScalarType, Device) { return embedding(in[0], in[1]); })
+        [](const std::vector<Tensor>& in, ScalarType, Device) { return fn::embedding(in[1], in[0]); })
       .with([](const Refs& in, ScalarType) { return ref::embedding(in[0], in[1]); }, kExact);
 }
 
@@ -251,7 +257,7 @@ void add_unary_cases(Builder& b) {
       {OpId::tanh, OpId::tanh_, "tanh", tanh, tanh_, -3, 3, true, kOneOp},
       {OpId::sigmoid, OpId::sigmoid_, "sigmoid", sigmoid, sigmoid_, -4, 4, true, chain},  // exp, 1 +, 1 /
       {OpId::relu, OpId::relu_, "relu", relu, relu_, -3, 3, false, kExact},
-      {OpId::silu, OpId::silu_, "silu", silu, silu_, -4, 4, true, chain},  // exp, 1 +, x /
+      {OpId::silu, OpId::silu_, "silu", fn::silu, fn::silu_, -4, 4, true, chain},  // exp, 1 +, x /
       {OpId::erf, OpId::erf_, "erf", erf, erf_, -2, 2, true, kOneOp},
       // Newton's method in double, rounded to float32 (float64: the last step leaves a few ulps).
       {OpId::erfinv, OpId::erfinv_, "erfinv", erfinv, erfinv_, -0.9, 0.9, true, {0.5, 4}},
@@ -270,17 +276,17 @@ void add_unary_cases(Builder& b) {
   // gelu's 1 + erf(x / sqrt 2) cancels for negative x: its float roundings (of x / sqrt 2, erf, the sum
   // and two products) are at the size of |x| <= 4, not of the small result.
   const Tolerance gelu_tol{0.5, 5, 4};
-  b.unary("gelu", OpId::gelu, A, kNoCuda, -4, 4, [](const Tensor& t) { return gelu(t); }, kFloatPromote)
+  b.unary("gelu", OpId::gelu, A, kNoCuda, -4, 4, [](const Tensor& t) { return fn::gelu(t); }, kFloatPromote)
       .with(unary_ref("gelu"), gelu_tol);
-  b.unary("gelu/tanh", OpId::gelu, A, kNoCuda, -4, 4, [](const Tensor& t) { return gelu(t, "tanh"); }, kFloatPromote)
+  b.unary("gelu/tanh", OpId::gelu, A, kNoCuda, -4, 4, [](const Tensor& t) { return fn::gelu(t, "tanh"); }, kFloatPromote)
       .with(unary_ref("gelu_tanh"), {0.5, 8, 4});  // also x^3 and tanh's argument: three more roundings
-  b.unary_("gelu_", OpId::gelu_, F, kNoCuda, -4, 4, [](Tensor& t) { gelu_(t); }).with(unary_ref("gelu"), gelu_tol);
+  b.unary_("gelu_", OpId::gelu_, F, kNoCuda, -4, 4, [](Tensor& t) { fn::gelu_(t); }).with(unary_ref("gelu"), gelu_tol);
   // log1p(exp(2 x)) / 2 (x unless 2 x > 5): three float operations.
-  b.unary("softplus", OpId::softplus, A, kNoCuda, -4, 4, [](const Tensor& t) { return softplus(t, 2.0, 5.0); },
+  b.unary("softplus", OpId::softplus, A, kNoCuda, -4, 4, [](const Tensor& t) { return fn::softplus(t, 2.0, 5.0); },
           kFloatPromote)
       .with([](const Refs& in, ScalarType) { return ref::map(in[0], [](double x) { return ref::softplus(x, 2, 5); }); },
             chain);
-  b.unary_("softplus_", OpId::softplus_, F, kNoCuda, -4, 4, [](Tensor& t) { softplus_(t); })
+  b.unary_("softplus_", OpId::softplus_, F, kNoCuda, -4, 4, [](Tensor& t) { fn::softplus_(t); })
       .with(unary_ref("softplus"), chain);
   b.unary("round", OpId::round, N, kNoCuda, -3, 3, [](const Tensor& t) { return round(t); }).with(unary_ref("round"), kExact);
   // nearbyint(x * 10) / 10: the product and the quotient are rounded in float.
@@ -512,7 +518,7 @@ void add_matmul_cases(Builder& b) {
   product("bmm", OpId::bmm, {2, 3, 8}, {2, 8, 4}, [](const Tensor& x, const Tensor& y) { return bmm(x, y); }, mm_ref, 8);
   product("matmul/batched", OpId::matmul, {2, 3, 8}, {8, 4}, [](const Tensor& x, const Tensor& y) { return matmul(x, y); },
           mm_ref, 8);
-  product("linear", OpId::linear, {2, 3, 8}, {5, 8}, [](const Tensor& x, const Tensor& w) { return linear(x, w); },
+  product("linear", OpId::linear, {2, 3, 8}, {5, 8}, [](const Tensor& x, const Tensor& w) { return fn::linear(x, w); },
           [](const ref::Ref& x, const ref::Ref& w) { return ref::linear(x, w); }, 8);
   product("dot", OpId::dot, {8}, {8}, [](const Tensor& x, const Tensor& y) { return dot(x, y); }, mm_ref, 8);
   product("mv", OpId::mv, {3, 8}, {8}, [](const Tensor& x, const Tensor& y) { return mv(x, y); }, mm_ref, 8);
@@ -531,7 +537,7 @@ void add_matmul_cases(Builder& b) {
         [](const std::vector<Tensor>& in, ScalarType, Device) { return baddbmm(in[0], in[1], in[2], 2, 1); })
       .with([](const Refs& in, ScalarType) { return ref::addmm(in[0], in[1], in[2], 2, 1); }, {0.5, 10, 36});
   b.add("linear/bias", OpId::linear, N, kNoCuda, three_mats({4, 8}, {5, 8}, {5}),
-        [](const std::vector<Tensor>& in, ScalarType, Device) { return linear(in[0], in[1], in[2]); })
+        [](const std::vector<Tensor>& in, ScalarType, Device) { return fn::linear(in[0], in[1], in[2]); })
       .with([](const Refs& in, ScalarType) { return ref::linear(in[0], in[1], &in[2]); }, {0.5, 9, 34});
 }
 
