@@ -43,7 +43,7 @@ void mish_cpu(OpCall& c, DispatchKeySet) {
 // Derivative, written in mixt ops: tanh(sp) + x * (1 - tanh(sp)^2) * sigmoid(x).
 std::vector<Tensor> mish_backward(const BackwardContext& ctx, const std::vector<Tensor>& grads) {
   const Tensor x = ctx.input(0);  // saved because save_inputs has bit 0
-  const Tensor t = tanh(softplus(x));
+  const Tensor t = tanh(nn::functional::softplus(x));
   return {grads[0] * (t + x * (1.0 - t * t) * sigmoid(x))};
 }
 
