@@ -1,6 +1,9 @@
 // The dispatcher: key sets, TLS guards, the op table, custom ops registered
 // through the public API, redispatch, fallthrough and its errors.
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -235,4 +238,32 @@ TEST_CASE("mm under CPU bfloat16 autocast: entries with a cast-cache miss and a 
   CHECK(hit.dispatches == 2);
   CHECK(hit.redispatches == 1);
   CHECK(autocast::cache_stats().hits == 2);
+}
+
+namespace {
+// The `#include <mixt/...>` lines of the sources under `dir` that name a header under one of `banned`.
+std::vector<std::string> includes_of(const std::string& dir, std::initializer_list<const char*> banned) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> found;
+  for (const auto& f : fs::recursive_directory_iterator(fs::path(MIXT_SOURCE_ROOT) / dir)) {
+    if (!f.is_regular_file()) continue;
+    std::ifstream in(f.path());
+    std::string line;
+    while (std::getline(in, line))
+      for (const char* b : banned)
+        if (line.rfind("#include <mixt/" + std::string(b), 0) == 0)
+          found.push_back(fs::relative(f.path(), MIXT_SOURCE_ROOT).string() + ": " + line);
+  }
+  return found;
+}
+}  // namespace
+
+// Note [Layering]: each layer includes only the layers below it.
+TEST_CASE("layers include only what lies below them", "[dispatcher][layering]") {
+  using V = std::vector<std::string>;
+  CHECK(includes_of("dispatcher", {"runtime/autograd/", "autocast/", "amp/", "kernels/cpu/", "kernels/cuda/"}) == V{});
+  CHECK(includes_of("kernels/cuda", {"kernels/cpu/"}) == V{});
+  CHECK(includes_of("kernels/cpu", {"kernels/cuda/", "autocast/", "amp/"}) == V{});
+  CHECK(includes_of("kernels/common", {"kernels/cpu/", "kernels/cuda/", "autocast/", "amp/"}) == V{});
+  CHECK(includes_of("runtime/autograd", {"autocast/", "amp/"}) == V{});
 }
