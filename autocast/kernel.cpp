@@ -130,6 +130,7 @@ void autocast_kernel(OpCall& c, DispatchKeySet keys) {
 }  // namespace
 
 void register_autocast_kernels() {
+  detail::install_precision_scope_hooks();  // autograd nodes capture autocast's scopes
   register_fallback(DispatchKey::AutocastCPU, autocast_kernel<DeviceType::CPU>);
   register_fallback(DispatchKey::AutocastCUDA, autocast_kernel<DeviceType::CUDA>);
   register_fallback(DispatchKey::AutocastMeta, autocast_kernel<DeviceType::Meta>);

@@ -50,17 +50,17 @@ ScopeSnapshot capture_scopes() {
   return s;
 }
 
-ScopeRestoreGuard::ScopeRestoreGuard(const ScopeSnapshot& s)
-    : saved_(t_state), saved_excluded_(tls_dispatch_keys.excluded) {
+namespace {
+// Makes `s` this thread's scopes, with the autocast keys in step.
+void install_scopes(const ScopeSnapshot& s) {
   t_state.depth = s.depth;
   t_state.scopes = s.scopes;
   sync_keys();
 }
+constexpr PrecisionScopeHooks kPrecisionScopeHooks{capture_scopes, install_scopes};
+}  // namespace
 
-ScopeRestoreGuard::~ScopeRestoreGuard() {
-  t_state = saved_;
-  tls_dispatch_keys.excluded = saved_excluded_;
-}
+void detail::install_precision_scope_hooks() { set_precision_scope_hooks(&kPrecisionScopeHooks); }
 
 Guard::Guard(Options o) : saved_(t_state), saved_excluded_(tls_dispatch_keys.excluded) {
   MIXT_CHECK(o.device != DeviceType::Meta, "autocast::Guard",

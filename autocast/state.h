@@ -10,21 +10,16 @@
 #include <mixt/dispatcher/keys.h>
 #include <mixt/runtime/device.h>
 #include <mixt/runtime/dtype.h>
+#include <mixt/runtime/precision_scopes.h>
 
 namespace mixt::autocast {
 
-// A precision scope. Innermost wins.
-enum class ScopeKind : uint8_t {
-  Island,    // every op computes in float32 and its output stays float32
-  Region,    // every op computes in `dtype` (bfloat16 or float16), even without autocast
-  Disabled,  // no casting at all (autocast::Disable)
-};
-struct Scope {
-  ScopeKind kind = ScopeKind::Disabled;
-  ScalarType dtype = ScalarType::Undefined;  // Region's dtype
-};
+// A precision scope (its kind: Island, Region, Disabled). Innermost wins. The types live
+// in runtime/precision_scopes.h, where autograd reaches them without autocast.
+using ScopeKind = PrecisionScopeKind;
+using Scope = PrecisionScope;
 
-constexpr int kMaxScopeDepth = 16;
+constexpr int kMaxScopeDepth = kMaxPrecisionScopeDepth;
 
 struct State {
   std::array<bool, kNumDeviceTypes> enabled{};                     // autocast on, per device
@@ -41,10 +36,7 @@ struct State {
 };
 
 // The precision scopes alone: what an autograd node records of its forward.
-struct ScopeSnapshot {
-  std::array<Scope, kMaxScopeDepth> scopes{};
-  int depth = 0;
-};
+using ScopeSnapshot = PrecisionScopes;
 
 // This thread's state. Change it through the guards, which keep the dispatch
 // key exclusions in step.
@@ -62,22 +54,12 @@ constexpr DispatchKey autocast_key(DeviceType d) {
 bool is_enabled(DeviceType device);
 // The autocast dtype of `device` on this thread.
 ScalarType get_dtype(DeviceType device);
-// The current precision scopes (for autograd nodes).
+// The current precision scopes (what autograd nodes capture, through runtime/precision_scopes.h).
 ScopeSnapshot capture_scopes();
-// Installs `s` as the current scopes until the guard dies (autograd's backward).
-class ScopeRestoreGuard {
- public:
-  explicit ScopeRestoreGuard(const ScopeSnapshot& s);
-  ~ScopeRestoreGuard();
-  ScopeRestoreGuard(const ScopeRestoreGuard&) = delete;
-  ScopeRestoreGuard& operator=(const ScopeRestoreGuard&) = delete;
-
- private:
-  State saved_;
-  DispatchKeySet saved_excluded_;
-};
 
 namespace detail {
+// Makes autocast the precision layer autograd captures scopes from (runtime/precision_scopes.h).
+void install_precision_scope_hooks();
 // Observers (explain) keep the autocast keys live so every op is seen.
 void add_observer(int delta);
 

@@ -28,7 +28,8 @@ MIXT_ALWAYS_INLINE void check_arity(const OpCall& call, const OpEntry& e) {
 MIXT_ALWAYS_INLINE void dispatch(OpCall& call) {
   const OpEntry& e = op_entry(call.op);
   detail::check_arity(call, e);
-  const LocalDispatchKeys& tls = tls_dispatch_keys;
+  LocalDispatchKeys& tls = tls_dispatch_keys;
+  ++tls.dispatches;
   const DispatchKeySet ks = ((call.input_keys(e) | tls.included) - tls.excluded) & e.mask;
   if (MIXT_UNLIKELY(ks.empty())) detail::throw_no_kernel(call, ((call.input_keys(e) | tls.included) - tls.excluded));
   try {
@@ -55,6 +56,7 @@ inline DispatchKeySet dispatch_keys(const OpCall& call) {
 // From inside the kernel of `current`: routes `call` to the next key below it.
 inline void redispatch(OpCall& call, DispatchKeySet keys, DispatchKey current) {
   const OpEntry& e = op_entry(call.op);
+  ++tls_dispatch_keys.redispatches;
   const DispatchKeySet ks = keys & DispatchKeySet::below(current) & e.mask;
   if (MIXT_UNLIKELY(ks.empty())) detail::throw_no_kernel(call, keys & DispatchKeySet::below(current));
   e.kernels[static_cast<int>(ks.highest())](call, ks);

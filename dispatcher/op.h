@@ -90,24 +90,47 @@ struct OpEntry {
 
 namespace detail {
 extern OpEntry g_ops[kMaxOps];
-// Registers every built-in kernel once (under the registry's once-flag).
-void ensure_kernels_registered();
-// Binds the kernels of every backend and layer: defined by the library (runtime/init.cpp),
-// which composes the layers; the dispatcher knows none of them.
-void register_builtin_kernels();
 extern std::atomic<bool> g_kernels_registered;  // set (release) once every built-in kernel is bound
+
+// The scope of the one registration of the built-in kernels (mixt::init, runtime/init.cpp):
+// copies the built-in schemas into the table, lets this thread bind kernels without
+// waiting for itself, and publishes the table when the registration succeeded.
+class BuiltinRegistration {
+ public:
+  BuiltinRegistration();
+  ~BuiltinRegistration();
+  // Marks every built-in kernel bound: op_entry() stops calling init().
+  void publish();
+  BuiltinRegistration(const BuiltinRegistration&) = delete;
+  BuiltinRegistration& operator=(const BuiltinRegistration&) = delete;
+};
+
+// Holds the registry's lock while it lives: tests show with it what must never wait
+// for that lock (op names, dispatch).
+class RegistryLockForTesting {
+ public:
+  RegistryLockForTesting();
+  ~RegistryLockForTesting();
+  RegistryLockForTesting(const RegistryLockForTesting&) = delete;
+  RegistryLockForTesting& operator=(const RegistryLockForTesting&) = delete;
+};
 }  // namespace detail
+
+// Registers every built-in op's kernels (backends, autograd, autocast), once per process
+// and thread-safely. Done on an op's first use; an application may call it first.
+void init();
 
 // The entry of op `id` (built-in kernels are registered on first use).
 inline const OpEntry& op_entry(OpId id) {
   // An acquire load (a plain load on x86): a thread that sees the flag also sees
   // every kernel bound before it was set. Note [Registration and dispatch across threads].
-  if (MIXT_UNLIKELY(!detail::g_kernels_registered.load(std::memory_order_acquire))) detail::ensure_kernels_registered();
+  if (MIXT_UNLIKELY(!detail::g_kernels_registered.load(std::memory_order_acquire))) init();
   return detail::g_ops[static_cast<int>(id)];
 }
-// Name of op `id`.
+// Name of op `id` ("<invalid op>" for an id no op has). Takes no lock: a kernel may
+// call it on every call (Note [Op names without a lock]).
 std::string_view op_name(OpId id);
-// Number of registered ops (built-in and custom).
+// Number of registered ops (built-in and custom); takes no lock.
 int num_ops();
 // The id of the op called `name`; throws mixt::Error when there is none.
 OpId find_op(std::string_view name);
@@ -133,9 +156,6 @@ void register_fallback(DispatchKey key, KernelFn fn);
 // Bound for a key (register_kernel(id, key, fallthrough_kernel)): op `id` skips that
 // key, and the key's fallback does not apply to it. Never called.
 void fallthrough_kernel(OpCall& call, DispatchKeySet keys);
-// Registers every built-in op's kernels (backends, autograd, autocast). Done on an op's
-// first use; an application may call it first, e.g. before starting threads.
-void init();
 // Registers the CPU kernels of the built-in ops (done on first use).
 void register_cpu_kernels();
 // Registers the CUDA kernels of the built-in ops (a no-op without CUDA).

@@ -1,6 +1,6 @@
-// The op registry: built-in schemas (constant-initialized from op_table.def),
-// custom op registration, kernel binding, and the one-time registration of the
-// built-in kernels.
+// The op registry: built-in schemas (a constant table from op_table.def), custom
+// op registration, kernel binding, and what the one-time registration of the
+// built-in kernels (mixt::init, runtime/init.cpp) needs from it.
 #include <mutex>
 
 #include <mixt/dispatcher/dispatch.h>
@@ -31,29 +31,48 @@ OpEntry g_ops[kMaxOps];
 std::atomic<bool> g_kernels_registered{false};
 
 namespace {
-std::mutex g_registry_mutex;
-int g_num_ops = kNumBuiltinOps;
-std::once_flag g_schemas_once, g_register_once;
+std::mutex g_registry_mutex;  // custom-op insertion and kernel binding (never taken on the dispatch path)
+// Ops in g_ops: the built-ins, then custom ops, each published (release) once its schema is written.
+std::atomic<int> g_num_ops{kNumBuiltinOps};
 KernelFn g_fallbacks[kNumDispatchKeys] = {};
 thread_local bool t_registering_builtins = false;
 
-// The built-in schemas, copied in once (before any kernel registration).
-void init_builtin_schemas() {
-  std::call_once(g_schemas_once, [] {
-    for (int i = 0; i < kNumBuiltinOps; ++i) g_ops[i].schema = kBuiltinSchemas[i];
-  });
+// The index of the custom op called `name`, or -1 (the caller holds g_registry_mutex).
+int find_custom_locked(std::string_view name) {
+  const int n = g_num_ops.load(std::memory_order_relaxed);
+  for (int i = kNumBuiltinOps; i < n; ++i)
+    if (g_ops[i].schema.name == name) return i;
+  return -1;
+}
+
+// The index of the built-in op called `name`, or -1 (the table is constant: no lock).
+int find_builtin(std::string_view name) {
+  for (int i = 0; i < kNumBuiltinOps; ++i)
+    if (kBuiltinSchemas[i].name == name) return i;
+  return -1;
+}
+
+// The index of the op called `name`, built-in or custom, or -1.
+int find_index(std::string_view name) {
+  const int i = find_builtin(name);
+  if (i >= 0) return i;
+  std::lock_guard lock(g_registry_mutex);
+  return find_custom_locked(name);
 }
 }  // namespace
 
-void ensure_kernels_registered() {
-  std::call_once(g_register_once, [] {
-    init_builtin_schemas();
-    t_registering_builtins = true;
-    register_builtin_kernels();  // the library's composition root (runtime/init.cpp)
-    t_registering_builtins = false;
-    g_kernels_registered.store(true, std::memory_order_release);
-  });
+BuiltinRegistration::BuiltinRegistration() {
+  // Note [Registration and dispatch across threads]: the schemas go in before any kernel.
+  for (int i = 0; i < kNumBuiltinOps; ++i) g_ops[i].schema = kBuiltinSchemas[i];
+  t_registering_builtins = true;
 }
+
+BuiltinRegistration::~BuiltinRegistration() { t_registering_builtins = false; }
+
+RegistryLockForTesting::RegistryLockForTesting() { g_registry_mutex.lock(); }
+RegistryLockForTesting::~RegistryLockForTesting() { g_registry_mutex.unlock(); }
+
+void BuiltinRegistration::publish() { g_kernels_registered.store(true, std::memory_order_release); }
 
 [[noreturn]] void throw_no_kernel(const OpCall& call, DispatchKeySet keys) {
   // A layer's redispatch passes only the keys below it that the op has kernels for:
@@ -115,38 +134,20 @@ std::string describe_call(const OpCall& call) {
 }  // namespace detail
 
 std::string_view op_name(OpId id) {
-  detail::init_builtin_schemas();
+  // Note [Op names without a lock]: built-in names are constants; a custom op's name is
+  // written once, before its id is published.
   const int i = static_cast<int>(id);
-  return i >= 0 && i < num_ops() ? detail::g_ops[i].schema.name : std::string_view("<invalid op>");
+  if (i >= 0 && i < kNumBuiltinOps) return detail::kBuiltinSchemas[i].name;
+  if (i >= kNumBuiltinOps && i < detail::g_num_ops.load(std::memory_order_acquire)) return detail::g_ops[i].schema.name;
+  return "<invalid op>";
 }
 
-int num_ops() {
-  detail::init_builtin_schemas();
-  std::lock_guard lock(detail::g_registry_mutex);
-  return detail::g_num_ops;
-}
+int num_ops() { return detail::g_num_ops.load(std::memory_order_acquire); }
 
-namespace detail {
-namespace {
-// The index of the op called `name`, or -1 (the caller holds g_registry_mutex).
-int find_locked(std::string_view name) {
-  for (int i = 0; i < g_num_ops; ++i)
-    if (g_ops[i].schema.name == name) return i;
-  return -1;
-}
-}  // namespace
-}  // namespace detail
-
-bool has_op(std::string_view name) {
-  detail::init_builtin_schemas();
-  std::lock_guard lock(detail::g_registry_mutex);
-  return detail::find_locked(name) >= 0;
-}
+bool has_op(std::string_view name) { return detail::find_index(name) >= 0; }
 
 OpId find_op(std::string_view name) {
-  detail::init_builtin_schemas();
-  std::lock_guard lock(detail::g_registry_mutex);
-  const int i = detail::find_locked(name);
+  const int i = detail::find_index(name);
   MIXT_CHECK(i >= 0, "find_op", "no op named '{}'", name);
   return static_cast<OpId>(i);
 }
@@ -156,7 +157,7 @@ void resolve(OpEntry& e);
 }  // namespace detail
 
 OpId register_op(const OpSchema& schema) {
-  detail::ensure_kernels_registered();
+  init();  // the built-ins first: their names are taken
   MIXT_CHECK(!schema.name.empty(), "register_op", "an op needs a name");
   MIXT_CHECK(schema.max_inputs <= kMaxInputs && schema.min_inputs <= schema.max_inputs, "register_op",
              "op '{}': inputs must satisfy min <= max <= {} (got {}..{})", schema.name, kMaxInputs, schema.min_inputs,
@@ -167,18 +168,21 @@ OpId register_op(const OpSchema& schema) {
              "op '{}': its attribute struct must be declared with MIXT_ATTRS_STRUCT and fit {} bytes", schema.name,
              kMaxAttrBytes);
   std::lock_guard lock(detail::g_registry_mutex);  // one lock for the name check and the insertion
-  MIXT_CHECK(detail::find_locked(schema.name) < 0, "register_op", "an op named '{}' already exists", schema.name);
-  MIXT_CHECK(detail::g_num_ops < kMaxOps, "register_op", "the op table is full ({} ops)", kMaxOps);
+  MIXT_CHECK(detail::find_builtin(schema.name) < 0 && detail::find_custom_locked(schema.name) < 0, "register_op",
+             "an op named '{}' already exists", schema.name);
+  const int n = detail::g_num_ops.load(std::memory_order_relaxed);
+  MIXT_CHECK(n < kMaxOps, "register_op", "the op table is full ({} ops)", kMaxOps);
   // The name must outlive the registry: keep a copy.
   static std::vector<std::unique_ptr<std::string>> names;
   names.push_back(std::make_unique<std::string>(schema.name));
-  OpEntry& e = detail::g_ops[detail::g_num_ops];
+  OpEntry& e = detail::g_ops[n];
   e = OpEntry{};
   e.schema = schema;
   e.schema.name = *names.back();
   e.schema.flags |= op_flags::Custom;
   detail::resolve(e);
-  return static_cast<OpId>(detail::g_num_ops++);
+  detail::g_num_ops.store(n + 1, std::memory_order_release);  // publishes the entry (op_name reads it unlocked)
+  return static_cast<OpId>(n);
 }
 
 namespace detail {
@@ -201,7 +205,7 @@ void resolve(OpEntry& e) {
 // The entry of `id` for registration; raises when there is none.
 OpEntry& entry_for_registration(OpId id, const char* api) {
   // An application's kernel must not be overwritten by the built-in ones later.
-  if (!t_registering_builtins) ensure_kernels_registered();
+  if (!t_registering_builtins) init();
   const int i = static_cast<int>(id);
   MIXT_CHECK(i >= 0 && i < num_ops(), api, "op id {} does not exist", i);
   return g_ops[i];
@@ -223,9 +227,9 @@ void register_composite(OpId id, KernelFn fn) {
 }
 
 void register_fallback(DispatchKey key, KernelFn fn) {
-  if (!detail::t_registering_builtins) detail::ensure_kernels_registered();
-  const int n = num_ops();
+  if (!detail::t_registering_builtins) init();
   std::lock_guard lock(detail::g_registry_mutex);
+  const int n = num_ops();  // under the lock: an op registered meanwhile resolves with the fallback
   detail::g_fallbacks[static_cast<int>(key)] = fn;
   for (int i = 0; i < n; ++i) detail::resolve(detail::g_ops[i]);
 }

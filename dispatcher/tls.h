@@ -1,5 +1,8 @@
-// Thread-local included/excluded key sets and the RAII guards that change them.
+// Thread-local included/excluded key sets, the RAII guards that change them, and the
+// thread's count of dispatcher entries.
 #pragma once
+
+#include <cstdint>
 
 #include <mixt/dispatcher/keys.h>
 
@@ -8,10 +11,27 @@ namespace mixt {
 struct LocalDispatchKeys {
   DispatchKeySet included;
   DispatchKeySet excluded = kAutocastKeys;  // autocast starts off
+  // This thread's dispatcher entries (Note [Dispatch counters]): kept beside the key
+  // sets, so counting costs no TLS access of its own.
+  uint64_t dispatches = 0;    // dispatch() calls: front ends, and kernels that call ops
+  uint64_t redispatches = 0;  // redispatch() calls: a layer handing its call below itself
 };
 
 // This thread's key sets (constant-initialized: reading it costs one TLS load).
 inline thread_local LocalDispatchKeys tls_dispatch_keys;
+
+// This thread's dispatcher entries so far (tests and tools; Note [Dispatch counters]).
+struct DispatchCounts {
+  uint64_t dispatches = 0;
+  uint64_t redispatches = 0;
+  // The entries of the calls made since `earlier` was taken.
+  DispatchCounts operator-(const DispatchCounts& earlier) const {
+    return {dispatches - earlier.dispatches, redispatches - earlier.redispatches};
+  }
+  bool operator==(const DispatchCounts&) const = default;
+};
+// The counts of this thread; subtract two readings to count the entries of some calls.
+inline DispatchCounts dispatch_counts() { return {tls_dispatch_keys.dispatches, tls_dispatch_keys.redispatches}; }
 
 // Adds keys to the thread's included set for its lifetime; restores the
 // previous set (not just the bits it added) on exit.

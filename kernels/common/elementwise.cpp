@@ -1,6 +1,7 @@
 #include <mixt/kernels/common/elementwise.h>
 
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/host_copy.h>
 #include <mixt/runtime/ops.h>
 
 namespace mixt {
@@ -86,7 +87,8 @@ Elementwise prepare_elementwise(OpCall& call, int n, const ElementwiseOptions& o
       continue;
     }
     Tensor x = t;
-    if (x.dtype() != e.compute) x = to(x, e.compute);
+    // On the CPU, the host copy directly (Note [Kernels do not re-enter the dispatcher]).
+    if (x.dtype() != e.compute) x = x.is_cpu() ? host::converted(x, e.compute, call) : to(x, e.compute);
     if (x.device() != e.device) x = to(x, e.device);
     e.inputs[i] = x;
   }
@@ -110,7 +112,10 @@ Elementwise prepare_elementwise(OpCall& call, int n, const ElementwiseOptions& o
 
 void finish_elementwise(OpCall& call, Elementwise& e) {
   if (e.final_out.defined()) {
-    copy_(e.final_out, e.out);
+    if (e.final_out.is_cpu() && e.out.is_cpu())
+      host::copy_into(e.final_out, e.out, call);
+    else
+      copy_(e.final_out, e.out);
     call.out[0] = e.final_out;
   } else {
     call.out[0] = e.out;

@@ -51,7 +51,10 @@ LinearPlan plan_linear(const OpCall& c) {
   const int64_t rows = checked_numel(lead, "linear");
   l.result_shape = lead;
   l.result_shape.push_back(out);
-  p.a = x.dim() == 2 ? x : reshape(x, {rows, in});
+  // x as [rows, in]: a view made here when the strides allow (no dispatch), else reshape's copy.
+  const Shape rows_in{rows, in};
+  const std::optional<Shape> flat = x.dim() == 2 ? std::nullopt : view_strides(x.sizes(), x.strides(), rows_in);
+  p.a = x.dim() == 2 ? x : flat ? make_view(x, rows_in, *flat, x.storage_offset()) : reshape(x, rows_in);
   p.b = make_view(w, {in, out}, {w.stride(1), w.stride(0)}, w.storage_offset());  // weight^T without a copy
   p.n = rows;
   p.k = in;

@@ -1,7 +1,10 @@
 // to, clone, cat and stack: they allocate the result and dispatch copy_ into it
-// (or into views of it), so one kernel serves every backend that has copy_.
+// (or into views of it), so one kernel serves every backend that has copy_. On the
+// CPU, cat and stack copy with the host copy directly, and `to` and clone have kernels
+// of their own (kernels/cpu/copy.cpp): Note [Kernels do not re-enter the dispatcher].
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/common/register.h>
 #include <mixt/runtime/checked.h>
 #include <mixt/runtime/ops.h>
@@ -25,6 +28,14 @@ void clone_kernel(OpCall& c, DispatchKeySet) {
   Tensor out = make_empty(c.in[0].sizes(), c.in[0].dtype(), c.in[0].device());
   copy_(out, c.in[0]);
   c.out[0] = out;
+}
+
+// Copies `src` into `part` (a view of the result): the host copy on the CPU, copy_ elsewhere.
+void write_part(const OpCall& c, Tensor part, const Tensor& src) {
+  if (part.is_cpu() && src.is_cpu())
+    host::copy_into(part, src, c);
+  else
+    copy_(part, src);
 }
 
 // Common checks of cat/stack: a non-empty list on one device; returns the result dtype.
@@ -76,8 +87,9 @@ void cat_kernel(OpCall& c, DispatchKeySet) {
   int64_t at = 0;
   for (const Tensor& t : c.list) {
     if (t.dim() == 1 && t.numel() == 0) continue;
-    Tensor part = narrow(out, d, at, t.sizes()[d]);
-    copy_(part, t);
+    Shape part_sizes = out.sizes();  // out[..., at : at + t.size(d), ...]
+    part_sizes[d] = t.sizes()[d];
+    write_part(c, make_view(out, part_sizes, out.strides(), at * out.stride(d)), t);
     at += t.sizes()[d];
   }
   c.out[0] = out;
@@ -94,10 +106,10 @@ void stack_kernel(OpCall& c, DispatchKeySet) {
   Shape out_sizes = ref.sizes();
   out_sizes.insert(d, static_cast<int64_t>(c.list.size()));
   Tensor out = make_empty(out_sizes, dtype, ref.device());
-  for (size_t i = 0; i < c.list.size(); ++i) {
-    Tensor part = select(out, d, static_cast<int64_t>(i));
-    copy_(part, c.list[i]);
-  }
+  Shape part_strides = out.strides();  // out.select(d, i): the strides without dim d
+  part_strides.erase(d);
+  for (size_t i = 0; i < c.list.size(); ++i)
+    write_part(c, make_view(out, ref.sizes(), part_strides, static_cast<int64_t>(i) * out.stride(d)), c.list[i]);
   c.out[0] = out;
 }
 

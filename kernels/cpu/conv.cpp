@@ -9,7 +9,7 @@
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/conv_geometry.h>
 #include <mixt/kernels/common/convert.h>
-#include <mixt/kernels/cpu/copy.h>
+#include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/checked.h>
@@ -93,7 +93,7 @@ void check_input(const OpCall& c, const Tensor& t) {
 
 void finish(OpCall& c, const Tensor& out) {
   if (c.out[0].defined())
-    copy_into(c.out[0], out, c);
+    host::copy_into(c.out[0], out, c);
   else
     c.out[0] = out;
 }
@@ -104,7 +104,7 @@ void im2col_kernel(OpCall& c, DispatchKeySet) {
   const int r = window_rank(c);
   MIXT_CHECK_OP(c.in[0].dim() == r + 2, c, "expected an input [N, C, *spatial] with {} spatial dims, got shape {}", r,
                 c.in[0].sizes());
-  const Tensor x = c.in[0].contiguous();
+  const Tensor x = host::contiguous(c.in[0], c);
   Shape spatial;
   for (int i = 2; i < x.dim(); ++i) spatial.push_back(x.size(i));
   const Window w = make_window(c, spatial);
@@ -129,7 +129,7 @@ void im2col_kernel(OpCall& c, DispatchKeySet) {
 // cols [N, C * prod(kernel), L] -> [N, C, *spatial], summing overlapping windows.
 void col2im_kernel(OpCall& c, DispatchKeySet) {
   check_input(c, c.in[0]);
-  const Tensor cols = c.in[0].contiguous();
+  const Tensor cols = host::contiguous(c.in[0], c);
   const Shape& output_size = c.attrs.get<attrs::Col2im>().output_size;
   const Window w = make_window(c, output_size);
   MIXT_CHECK_OP(cols.dim() == 3, c, "expected columns [N, C * prod(kernel), L], got shape {}", cols.sizes());

@@ -1,11 +1,12 @@
 // copy_ on the CPU: broadcasting, conversion between every pair of dtypes, and
-// overlap-safe copies within one storage.
+// overlap-safe copies within one storage; `to` and `clone` between CPU tensors; and the
+// host copy helpers kernels call directly (kernels/common/host_copy.h).
 #include <cstring>
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/convert.h>
-#include <mixt/kernels/cpu/copy.h>
+#include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/dtype_visit.h>
@@ -22,18 +23,37 @@ bool overlaps_differently(const Tensor& a, const Tensor& b) {
 void copy_kernel(OpCall& c, DispatchKeySet) {
   Tensor& dst = c.in[0];
   MIXT_CHECK_OP(dst.is_cpu() && c.in[1].is_cpu(), c, "the CPU copy handles CPU tensors only");
-  copy_into(dst, c.in[1], c);
+  host::copy_into(dst, c.in[1], c);
   c.out[0] = dst;
 }
 
+// `to` between CPU tensors (another device's key wins when either side is elsewhere).
+void to_kernel(OpCall& c, DispatchKeySet) {
+  const Tensor& t = c.in[0];
+  MIXT_CHECK_OP(t.is_cpu() && c.attrs.device.is_cpu(), c, "the CPU `to` handles CPU tensors only, not {} to {}",
+                t.device(), c.attrs.device);
+  const ScalarType dtype = c.attrs.dtype == ScalarType::Undefined ? t.dtype() : c.attrs.dtype;
+  c.out[0] = dtype == t.dtype() && c.attrs.device == t.device() ? t : host::copied(t, dtype, c);
+}
+
+void clone_kernel(OpCall& c, DispatchKeySet) {
+  MIXT_CHECK_OP(c.in[0].is_cpu(), c, "the CPU clone handles CPU tensors only");
+  c.out[0] = host::copied(c.in[0], c.in[0].dtype(), c);
+}
+
 }  // namespace
+}  // namespace mixt::cpu
+
+namespace mixt::host {
 
 void copy_into(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
+  MIXT_CHECK_OP(dst.is_cpu() && src_in.is_cpu(), c, "a host copy takes CPU tensors, got {} and {}", dst.device(),
+                src_in.device());
   MIXT_CHECK_OP(broadcast_shapes(src_in.sizes(), dst.sizes(), "copy_") == dst.sizes(), c,
                 "source of shape {} cannot be broadcast to the destination's {}", src_in.sizes(), dst.sizes());
   check_writable(c, dst, "the destination");
   if (dst.numel() == 0) return;
-  const Tensor src = overlaps_differently(dst, src_in) ? clone(src_in) : src_in;
+  const Tensor src = cpu::overlaps_differently(dst, src_in) ? copied(src_in, src_in.dtype(), c) : src_in;
   if (src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous() && src.numel() == dst.numel()) {
     if (src.data_ptr() != dst.data_ptr()) std::memmove(dst.data_ptr(), src.data_ptr(), static_cast<size_t>(dst.nbytes()));
     return;
@@ -46,7 +66,7 @@ void copy_into(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
     using To = typename decltype(to_tag)::type;
     visit_dtype(src.dtype(), "copy_", [&](auto from_tag) {
       using From = typename decltype(from_tag)::type;
-      for_each(L, base, [](char** p, const int64_t* s, int64_t n) {
+      cpu::for_each(L, base, [](char** p, const int64_t* s, int64_t n) {
         char* out = p[0];
         const char* in = p[1];
         if (s[0] == sizeof(To) && s[1] == sizeof(From)) {
@@ -62,6 +82,27 @@ void copy_into(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
   });
 }
 
-void register_copy_kernels() { register_kernel(OpId::copy_, DispatchKey::CPU, copy_kernel); }
+Tensor copied(const Tensor& t, ScalarType dtype, const OpCall& call) {
+  Tensor out = make_empty(t.sizes(), dtype, t.device());
+  copy_into(out, t, call);
+  return out;
+}
+
+Tensor converted(const Tensor& t, ScalarType dtype, const OpCall& call) {
+  return t.dtype() == dtype ? t : copied(t, dtype, call);
+}
+
+Tensor contiguous(const Tensor& t, const OpCall& call) { return t.is_contiguous() ? t : copied(t, t.dtype(), call); }
+
+}  // namespace mixt::host
+
+namespace mixt::cpu {
+
+void register_copy_kernels() {
+  register_kernel(OpId::copy_, DispatchKey::CPU, copy_kernel);
+  // The CPU's own `to` and clone: the shared ones (kernels/common/movement.cpp) dispatch copy_.
+  register_kernel(OpId::to, DispatchKey::CPU, to_kernel);
+  register_kernel(OpId::clone, DispatchKey::CPU, clone_kernel);
+}
 
 }  // namespace mixt::cpu

@@ -6,7 +6,7 @@
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/convert.h>
-#include <mixt/kernels/cpu/copy.h>
+#include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/dtype_visit.h>
@@ -64,7 +64,7 @@ void set_output(OpCall& c, const Tensor& result) {
   }
   MIXT_CHECK_OP(c.out[0].sizes() == result.sizes(), c, "the output has shape {} but the result has shape {}",
                 c.out[0].sizes(), result.sizes());
-  copy_into(c.out[0], result, c);
+  host::copy_into(c.out[0], result, c);
 }
 
 // empty: an uninitialized tensor of the given sizes.

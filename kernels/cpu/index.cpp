@@ -10,7 +10,7 @@
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/convert.h>
-#include <mixt/kernels/cpu/copy.h>
+#include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/dtype_visit.h>
@@ -61,7 +61,7 @@ void check_cpu(const OpCall& c) {
 std::vector<int64_t> read_indices(const OpCall& c, const Tensor& index, int64_t size, int64_t dim) {
   MIXT_CHECK_OP(dtypes::contains(kIndexDtypes, index.dtype()), c, "expects an int64 or int32 index tensor, got {}",
                 index.dtype());
-  const Tensor src = index.contiguous();
+  const Tensor src = host::contiguous(index, c);
   std::vector<int64_t> out(static_cast<size_t>(src.numel()));
   visit_dtype<kIndexDtypes>(src.dtype(), op_name(c.op).data(), [&](auto tag) {
     using I = typename decltype(tag)::type;
@@ -149,7 +149,7 @@ Tensor result_buffer(const OpCall& c, const Shape& sizes, ScalarType dtype) {
 
 // Sets out[0] to `result`, or copies it into the caller's out[0].
 void set_result(OpCall& c, const Tensor& result) {
-  if (c.out[0].defined() && !c.out[0].is_same(result)) copy_into(c.out[0], result, c);
+  if (c.out[0].defined() && !c.out[0].is_same(result)) host::copy_into(c.out[0], result, c);
   else c.out[0] = result;
 }
 
@@ -259,8 +259,8 @@ void scatter_common(OpCall& c, bool add) {
   MIXT_CHECK_OP(out.sizes() == self_in.sizes() && out.dtype() == self_in.dtype(), c,
                 "the output is {} but self is {}", out.describe(), self_in.describe());
   check_writable(c, out);
-  if (has_src && src.shares_storage(out)) src = clone(src);
-  if (!out.is_same(self_in)) copy_into(out, self_in, c);
+  if (has_src && src.shares_storage(out)) src = host::copied(src, src.dtype(), c);
+  if (!out.is_same(self_in)) host::copy_into(out, self_in, c);
   c.out[0] = out;
   const Tensor out1 = at_least_1d(out);
   const Shape src_strides = has_src ? src.strides() : Shape::filled(nd, 0);
@@ -319,8 +319,8 @@ void masked_fill_kernel(OpCall& c, DispatchKeySet) {
   MIXT_CHECK_OP(out.sizes() == shape && out.dtype() == self.dtype(), c, "the output is {} but the result is {}{}",
                 out.describe(), self.dtype(), shape);
   check_writable(c, out);
-  if (mask.shares_storage(out)) mask = clone(mask);
-  if (!out.is_same(self)) copy_into(out, self, c);
+  if (mask.shares_storage(out)) mask = host::copied(mask, mask.dtype(), c);
+  if (!out.is_same(self)) host::copy_into(out, self, c);
   c.out[0] = out;
   const uint64_t bits = value_bits(value, out.dtype(), op_name(c.op).data());
   const OperandGeometry geom[2] = {{&out.sizes(), &out.strides(), out.element_size()},

@@ -13,6 +13,7 @@
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/common/matmul_plan.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
@@ -53,7 +54,7 @@ BlasOperand blas_operand(const OpCall& c, const Tensor& t) {
     op.trans = true;
     op.ld = cols <= 1 ? rows : cs;
   } else {
-    op.keep = contiguous(t);
+    op.keep = host::contiguous(t, c);
     op.ld = cols;
   }
   op.ld = std::max<int64_t>(op.ld, 1);
@@ -108,9 +109,9 @@ void blas_product(const OpCall& c, const MatmulPlan& p, const Tensor& a, const T
 
 // acc = alpha * a @ b + beta * acc for integer operands, accumulating in (wrapping) 64-bit arithmetic.
 template <class T>
-void int_product(const MatmulPlan& p, const Tensor& a_in, const Tensor& b_in, int64_t* acc, int64_t alpha,
-                 int64_t beta) {
-  const Tensor a = contiguous(a_in), b = contiguous(b_in);
+void int_product(const OpCall& c, const MatmulPlan& p, const Tensor& a_in, const Tensor& b_in, int64_t* acc,
+                 int64_t alpha, int64_t beta) {
+  const Tensor a = host::contiguous(a_in, c), b = host::contiguous(b_in, c);
   const T* pa = static_cast<const T*>(a.data_ptr());
   const T* pb = static_cast<const T*>(b.data_ptr());
   const int64_t n = p.n, k = p.k, m = p.m;
@@ -179,14 +180,14 @@ void run_product(const OpCall& c, const MatmulPlan& p, T* acc, bool use_beta) {
     const int64_t alpha = p.alpha.to_int(), beta = use_beta ? p.beta.to_int() : 0;
     visit_dtype<dtypes::kIntegral>(p.in_dtype, dtype_error_name(c), [&](auto tag) {
       using I = typename decltype(tag)::type;
-      int_product<I>(p, p.a, p.b, acc, alpha, beta);
+      int_product<I>(c, p, p.a, p.b, acc, alpha, beta);
     });
   } else {
     const T alpha = static_cast<T>(p.alpha.to_double()), beta = use_beta ? static_cast<T>(p.beta.to_double()) : T(0);
     if (p.in_dtype == dtype_of<T>) {
       blas_product<T>(c, p, p.a, p.b, acc, alpha, beta);
     } else {  // narrow floats: widen to float32 once, accumulate in float32
-      blas_product<T>(c, p, to(p.a, kFloat32), to(p.b, kFloat32), acc, alpha, beta);
+      blas_product<T>(c, p, host::converted(p.a, kFloat32, c), host::converted(p.b, kFloat32, c), acc, alpha, beta);
     }
   }
 }
@@ -200,7 +201,7 @@ void run_plan(const OpCall& c, const MatmulPlan& p, Tensor& out) {
   const bool use_beta = p.bias.defined() && p.beta.to_double() != 0.0;
   if (out.numel() > 0) {
     if (use_beta) {
-      copy_(acc, p.bias);
+      host::copy_into(acc, p.bias, c);
     } else {
       std::memset(acc.data_ptr(), 0, static_cast<size_t>(acc.nbytes()));  // beta = 0: the bias is never read
     }
@@ -214,7 +215,7 @@ void run_plan(const OpCall& c, const MatmulPlan& p, Tensor& out) {
             run_product<T>(c, p, data, use_beta);
           }
         });
-    if (!acc.is_same(out)) copy_(out, acc);
+    if (!acc.is_same(out)) host::copy_into(out, acc, c);
   }
 }
 
@@ -236,7 +237,7 @@ void linear_kernel(OpCall& c, DispatchKeySet) {
   if (c.out[0].defined()) {
     MIXT_CHECK_OP(c.out[0].sizes() == l.result_shape, c, "the output has shape {} but the result has shape {}",
                   c.out[0].sizes(), l.result_shape);
-    copy_(c.out[0], result);
+    host::copy_into(c.out[0], result, c);
   } else {
     c.out[0] = result;
   }

@@ -10,7 +10,7 @@
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/op_checks.h>
 #include <mixt/kernels/common/convert.h>
-#include <mixt/kernels/cpu/copy.h>
+#include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/dtype_visit.h>
@@ -31,7 +31,7 @@ Tensor affine_param(const OpCall& c, int i, const Shape& normalized, const char*
   if (c.n_in <= i || !c.in[i].defined()) return Tensor();
   const Tensor& p = c.in[i];
   MIXT_CHECK_OP(p.is_cpu(), c, "the {} is on {}, expected the cpu", what, p.device());
-  return p.to(kFloat64).contiguous();
+  return host::contiguous(host::converted(p, kFloat64, c), c);
 }
 
 NormPlan plan_norm(const OpCall& c, bool has_bias) {
@@ -41,7 +41,7 @@ NormPlan plan_norm(const OpCall& c, bool has_bias) {
   MIXT_CHECK_OP(x.is_cpu(), c, "the CPU kernel got a tensor on {}", x.device());
   NormPlan p;
   p.stat_sizes = normalization_stats_shape(c, normalized, has_bias ? 2 : 1);
-  p.x = x.contiguous();
+  p.x = host::contiguous(x, c);
   p.weight = affine_param(c, 1, normalized, "weight");
   if (has_bias) p.bias = affine_param(c, 2, normalized, "bias");
   p.cols = normalized.numel();
@@ -89,7 +89,7 @@ void set_outputs(OpCall& c, std::initializer_list<Tensor> results) {
   for (const Tensor& t : results) {
     Tensor& given = c.out[static_cast<size_t>(k++)];
     if (given.defined())
-      copy_into(given, t, c);
+      host::copy_into(given, t, c);
     else
       given = t;
   }

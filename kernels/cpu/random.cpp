@@ -10,7 +10,7 @@
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/random_transforms.h>
 #include <mixt/kernels/common/op_checks.h>
-#include <mixt/kernels/cpu/copy.h>
+#include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/dtype_visit.h>
@@ -58,7 +58,7 @@ void generate(OpCall& c, const Tensor& self, F&& fill) {
       fill(blk, p + j * P, static_cast<int>(std::min<int64_t>(P, n - j * P)));
     }
   });
-  if (!dst.is_same(self)) copy_into(self, dst, c);
+  if (!dst.is_same(self)) host::copy_into(self, dst, c);
 }
 
 // uniform_: values in [low, high).

@@ -16,7 +16,7 @@
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/convert.h>
 #include <mixt/kernels/common/reduce_meta.h>
-#include <mixt/kernels/cpu/copy.h>
+#include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cpu/reduce_loops.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/dtype_visit.h>
@@ -226,14 +226,14 @@ void set_output(OpCall& c, int k, const Tensor& result) {
                 given.sizes(), result.sizes());
   MIXT_CHECK_OP(can_cast(result.dtype(), given.dtype()), c, "result type {} can't be cast to the output's dtype {}",
                 result.dtype(), given.dtype());
-  copy_into(given, result, c);
+  host::copy_into(given, result, c);
 }
 
 // The input, converted to `dtype` first when one is requested (PyTorch's dtype= rule).
 Tensor input_as(const OpCall& c, ScalarType dtype) {
   const Tensor& x = c.in[0];
   MIXT_CHECK_OP(x.is_cpu(), c, "the CPU kernel got a tensor on {}", x.device());
-  return dtype == ScalarType::Undefined || dtype == x.dtype() ? x : x.to(dtype);
+  return dtype == ScalarType::Undefined ? x : host::converted(x, dtype, c);
 }
 
 // Raises the error of max-like ops over an empty reduced extent.
@@ -353,7 +353,8 @@ void arg_kernel(OpCall& c, DispatchKeySet) {
   ReducePlan red;
   Shape out_sizes;
   if (!a.dim) {
-    red = plan(c, reshape(x, {x.numel()}), Shape{0}, false);
+    const Tensor flat = host::contiguous(x, c);  // read in row-major order, as a reshape would
+    red = plan(c, make_view(flat, {x.numel()}, {1}, flat.storage_offset()), Shape{0}, false);
     if (a.keepdim) out_sizes = Shape::filled(static_cast<int>(x.dim()), 1);
   } else {
     red = plan(c, x, Shape{*a.dim}, a.keepdim);

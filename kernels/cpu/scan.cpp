@@ -9,7 +9,7 @@
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/convert.h>
 #include <mixt/kernels/common/reduce_meta.h>
-#include <mixt/kernels/cpu/copy.h>
+#include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/dtype_visit.h>
@@ -97,7 +97,7 @@ void scan_kernel(OpCall& c, DispatchKeySet) {
   MIXT_CHECK_OP(d >= -nd && d < nd, c, "dimension {} is out of range for a tensor of {} dimensions", d, in.dim());
   const int dim = static_cast<int>(d < 0 ? d + nd : d);
   const ScalarType out_dtype = sum_result_dtype(in.dtype(), c.attrs.dtype);
-  const Tensor x = c.attrs.dtype == ScalarType::Undefined || c.attrs.dtype == in.dtype() ? in : in.to(c.attrs.dtype);
+  const Tensor x = c.attrs.dtype == ScalarType::Undefined ? in : host::converted(in, c.attrs.dtype, c);
   Tensor out = make_empty(x.sizes(), out_dtype, x.device());
   if (x.numel() > 0) {
     const ScanGeometry g = make_scan_geometry(x, out.strides(), dim);
@@ -133,7 +133,7 @@ void scan_kernel(OpCall& c, DispatchKeySet) {
   Tensor& given = c.out[0];
   MIXT_CHECK_OP(given.is_cpu() && given.sizes() == out.sizes() && can_cast(out.dtype(), given.dtype()), c,
                 "the output ({}) cannot hold a result of {}", given.describe(), out.describe());
-  copy_into(given, out, c);
+  host::copy_into(given, out, c);
 }
 
 }  // namespace

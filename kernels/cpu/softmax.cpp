@@ -8,7 +8,7 @@
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/convert.h>
-#include <mixt/kernels/cpu/copy.h>
+#include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/dtype_visit.h>
@@ -63,7 +63,7 @@ void softmax_kernel(OpCall& c, DispatchKeySet) {
   MIXT_CHECK_OP(dt == ScalarType::Undefined || is_floating(dt), c, "dtype must be a floating type, got {}", dt);
   MIXT_CHECK_OP(is_floating(in.dtype()) || dt != ScalarType::Undefined, c,
                 "expected a floating input, got {} (pass a floating dtype to convert it first)", in.dtype());
-  const Tensor x = (dt == ScalarType::Undefined || dt == in.dtype() ? in : in.to(dt)).contiguous();
+  const Tensor x = host::contiguous(dt == ScalarType::Undefined ? in : host::converted(in, dt, c), c);
   const int64_t dim = wrap_dim(c.attrs.get<attrs::Dim>().dim, x.dim(), op_name(c.op).data());
   const Lines l = lines_of(x, dim);
   Tensor out = make_empty(x.sizes(), x.dtype(), x.device());
@@ -80,7 +80,7 @@ void softmax_kernel(OpCall& c, DispatchKeySet) {
     });
   });
   if (c.out[0].defined())
-    copy_into(c.out[0], out, c);
+    host::copy_into(c.out[0], out, c);
   else
     c.out[0] = out;
 }

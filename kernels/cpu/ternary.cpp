@@ -4,6 +4,7 @@
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/op_checks.h>
 #include <mixt/kernels/common/functors.h>
+#include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cpu/elementwise_loops.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/ops.h>
@@ -75,7 +76,7 @@ void where_kernel(OpCall& c, DispatchKeySet) {
   const auto [shape, dtype] = where_result(c);
   for (int i = 0; i < 3; ++i)
     MIXT_CHECK_OP(c.in[i].is_cpu(), c, "expected CPU tensors, but input {} is on {}", i, c.in[i].device());
-  const Tensor a = c.in[1].to(dtype), b = c.in[2].to(dtype);
+  const Tensor a = host::converted(c.in[1], dtype, c), b = host::converted(c.in[2], dtype, c);
   Tensor out = make_empty(shape, dtype, Device::cpu());
   visit_dtype(dtype, "where", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -86,7 +87,7 @@ void where_kernel(OpCall& c, DispatchKeySet) {
                   c.out[0].sizes(), shape);
     MIXT_CHECK_OP(can_cast(dtype, c.out[0].dtype()), c, "result type {} can't be cast to the output's dtype {}", dtype,
                   c.out[0].dtype());
-    copy_(c.out[0], out);
+    host::copy_into(c.out[0], out, c);
   } else {
     c.out[0] = out;
   }

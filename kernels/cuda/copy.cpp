@@ -5,7 +5,7 @@
 // copy to the host is complete when copy_ returns.
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
-#include <mixt/kernels/cpu/copy.h>
+#include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cuda/host.h>
 #include <mixt/kernels/cuda/register.h>
 #include <mixt/runtime/ops.h>
@@ -52,8 +52,8 @@ void device_copy(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
 // dst (CUDA) = src (CPU).
 void upload(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
   Tensor src = src_in;
-  if (!device_converts(src.dtype(), dst.dtype())) src = to(src, dst.dtype());  // convert on the host
-  src = contiguous(src);
+  if (!device_converts(src.dtype(), dst.dtype())) src = host::converted(src, dst.dtype(), c);  // convert on the host
+  src = host::contiguous(src, c);
   DeviceGuard guard(dst.device().index(), "copy_");
   const bool direct = src.dtype() == dst.dtype() && dst.is_contiguous() && src.sizes() == dst.sizes();
   const Tensor staged = direct ? dst : make_empty(src.sizes(), src.dtype(), dst.device());
@@ -73,10 +73,10 @@ void download(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
   }
   DeviceGuard guard(src.device().index(), "copy_");
   const bool direct = src.dtype() == dst.dtype() && dst.is_contiguous() && src.sizes() == dst.sizes();
-  const Tensor host = direct ? dst : make_empty(src.sizes(), src.dtype(), Device::cpu());
-  check(cudaMemcpy(host.data_ptr(), src.data_ptr(), static_cast<size_t>(src.nbytes()), cudaMemcpyDeviceToHost),
+  const Tensor on_host = direct ? dst : make_empty(src.sizes(), src.dtype(), Device::cpu());
+  check(cudaMemcpy(on_host.data_ptr(), src.data_ptr(), static_cast<size_t>(src.nbytes()), cudaMemcpyDeviceToHost),
         "copy_");
-  if (!direct) cpu::copy_into(dst, host, c);  // broadcast, strides, any remaining conversion
+  if (!direct) host::copy_into(dst, on_host, c);  // broadcast, strides, any remaining conversion
 }
 
 // dst = src between two different CUDA devices: compact on the source, peer copy, finish on dst's device.

@@ -87,7 +87,7 @@ void execute(const std::vector<Edge>& edges, const std::vector<Tensor>& grads, b
       }
       const bool is_leaf_node = dynamic_cast<AccumulateGrad*>(n) != nullptr;
       if (!(is_leaf_node && !capture.empty())) {
-        autocast::ScopeRestoreGuard scoped(n->scopes);  // Note [Backward scopes]
+        PrecisionScopeGuard scoped(n->scopes);  // Note [Backward scopes]
         out = n->apply(std::move(s.buffer));
         if (!retain_graph) n->release_saved();
       }

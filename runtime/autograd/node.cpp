@@ -11,7 +11,7 @@ std::atomic<uint64_t> g_next_sequence_nr{0};
 }
 
 Node::Node()
-    : sequence_nr(g_next_sequence_nr.fetch_add(1, std::memory_order_relaxed)), scopes(autocast::capture_scopes()) {}
+    : sequence_nr(g_next_sequence_nr.fetch_add(1, std::memory_order_relaxed)), scopes(capture_precision_scopes()) {}
 
 Tensor Node::run_pre_hooks(uint32_t i, Tensor grad) const {
   for (const auto& [nr, hook] : pre_hooks_) {

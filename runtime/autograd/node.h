@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include <mixt/autocast/state.h>
+#include <mixt/runtime/precision_scopes.h>
 #include <mixt/runtime/tensor.h>
 
 namespace mixt::autograd {
@@ -62,7 +62,7 @@ class Node {
   const uint64_t sequence_nr;           // creation order: later nodes run first
   // The precision scopes (islands, regions) open when the forward ran: the
   // backward runs under them, on whatever thread runs it. See Note [Backward scopes].
-  const autocast::ScopeSnapshot scopes;
+  const PrecisionScopes scopes;
   bool released = false;
   // Held while the node runs (hooks, apply, release): backward passes on several
   // threads that share it take turns. See Note [Autograd across threads].

@@ -1,5 +1,9 @@
 // The dispatcher: key sets, TLS guards, the op table, custom ops registered
 // through the public API, redispatch, fallthrough and its errors.
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -168,4 +172,98 @@ TEST_CASE("an application can replace a built-in kernel", "[dispatcher]") {
   register_kernel(OpId::clone, DispatchKey::CPU, original);
   CHECK(calls == 1);
   CHECK(y.to_vector<float>() == std::vector<float>{1, 2});
+}
+
+namespace {
+// The dispatcher entries `f` makes on this thread (Note [Dispatch counters]).
+template <class F>
+DispatchCounts entries_of(F&& f) {
+  const DispatchCounts before = dispatch_counts();
+  f();
+  return dispatch_counts() - before;
+}
+
+// A float32 parameter: a leaf that requires grad (what autocast's cast cache keeps).
+Tensor parameter(const Shape& shape) {
+  Tensor p = randn(shape);
+  p.set_requires_grad(true);
+  return p;
+}
+}  // namespace
+
+// Note [Kernels do not re-enter the dispatcher]: a front end dispatches once, each layer
+// hands the call down once, and the backend kernel does its own casts and copies.
+TEST_CASE("hot ops enter the dispatcher once and redispatch once per layer", "[dispatcher][counts]") {
+  const Tensor a = randn({4, 4}), b = randn({4, 4});
+  struct Case {
+    const char* what;
+    std::function<void()> run;
+  };
+  // Operands are made beforehand: views (transpose, unsqueeze) are ops too.
+  const Tensor ints = arange(0, 16).reshape({4, 4}), half = a.to(kBFloat16), wide = b.to(kFloat64);
+  const Tensor at = a.transpose(0, 1), a3 = a.unsqueeze(0), b3 = b.unsqueeze(0), bias = half.select(0, 0);
+  Tensor acc = a.clone();
+  const Case cases[] = {
+      {"mm f32", [&] { mm(a, b); }},
+      {"mm bf16 (widened to f32 inside)", [&] { mm(half, half); }},
+      {"mm of a transposed operand", [&] { mm(at, b); }},
+      {"addmm", [&] { addmm(a, a, b); }},
+      {"bmm", [&] { bmm(a3, b3); }},
+      {"linear bf16 with bias", [&] { nn::functional::linear(half, half, bias); }},
+      {"add int64 + f32 (promotion)", [&] { add(ints, a); }},
+      {"add_ f32 += f64 (written through a temporary)", [&] { acc.add_(wide); }},
+      {"sum with dtype f64", [&] { sum(a, {}, false, kFloat64); }},
+      {"sum bf16", [&] { sum(half); }},
+      {"to bf16", [&] { a.to(kBFloat16); }},
+      {"contiguous of a transpose", [&] { at.contiguous(); }},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    const DispatchCounts n = entries_of(c.run);
+    CHECK(n.dispatches == 1);
+    CHECK(n.redispatches == 1);
+  }
+}
+
+TEST_CASE("mm under CPU bfloat16 autocast: entries with a cast-cache miss and a hit", "[dispatcher][counts]") {
+  const Tensor w1 = parameter({4, 4}), w2 = parameter({4, 4});
+  autocast::Guard g({.device = DeviceType::CPU, .dtype = kBFloat16});
+  // Miss: mm enters autocast; each parameter's cast is one `to` (through autograd, which
+  // records it); the cast operands' mm enters again and autograd hands it to the CPU.
+  const DispatchCounts miss = entries_of([&] { mm(w1, w2); });
+  CHECK(miss.dispatches == 4);
+  CHECK(miss.redispatches == 3);
+  // Hit: the casts come from the cache.
+  const DispatchCounts hit = entries_of([&] { mm(w1, w2); });
+  CHECK(hit.dispatches == 2);
+  CHECK(hit.redispatches == 1);
+  CHECK(autocast::cache_stats().hits == 2);
+}
+
+namespace {
+// The `#include <mixt/...>` lines of the sources under `dir` that name a header under one of `banned`.
+std::vector<std::string> includes_of(const std::string& dir, std::initializer_list<const char*> banned) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> found;
+  for (const auto& f : fs::recursive_directory_iterator(fs::path(MIXT_SOURCE_ROOT) / dir)) {
+    if (!f.is_regular_file()) continue;
+    std::ifstream in(f.path());
+    std::string line;
+    while (std::getline(in, line))
+      for (const char* b : banned)
+        if (line.rfind("#include <mixt/" + std::string(b), 0) == 0)
+          found.push_back(fs::relative(f.path(), MIXT_SOURCE_ROOT).string() + ": " + line);
+  }
+  return found;
+}
+}  // namespace
+
+// Note [Layering]: each layer includes only the layers below it.
+TEST_CASE("layers include only what lies below them", "[dispatcher][layering]") {
+  using V = std::vector<std::string>;
+  CHECK(includes_of("dispatcher", {"runtime/autograd/", "autocast/", "amp/", "kernels/cpu/", "kernels/cuda/"}) == V{});
+  CHECK(includes_of("kernels/cuda", {"kernels/cpu/"}) == V{});
+  CHECK(includes_of("kernels/cpu", {"kernels/cuda/", "autocast/", "amp/"}) == V{});
+  CHECK(includes_of("kernels/common", {"kernels/cpu/", "kernels/cuda/", "autocast/", "amp/"}) == V{});
+  CHECK(includes_of("runtime/autograd", {"autocast/", "amp/"}) == V{});
 }

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <future>
 #include <latch>
 #include <mutex>
 #include <string>
@@ -146,6 +147,75 @@ TEST_CASE("an op name registered from several threads at once is registered once
   for (const auto& w : won) names_won_once += w == 1;
   CHECK(names_won_once == kNames);
   CHECK(refused == kNames * (kThreads - 1));
+}
+
+TEST_CASE("op names are exact while other threads register ops", "[threads][registry]") {
+  constexpr int kRegistrars = 3, kReaders = 3, kOpsEach = 40;
+  std::vector<std::string> builtin(kNumBuiltinOps);
+  for (int i = 0; i < kNumBuiltinOps; ++i) builtin[static_cast<size_t>(i)] = std::string(op_name(static_cast<OpId>(i)));
+  std::vector<std::vector<std::pair<OpId, std::string>>> made(kRegistrars);
+  std::atomic<int> registrars_left{kRegistrars};
+  std::atomic<int64_t> wrong{0}, names_read{0};
+  const auto errors = run_threads(kRegistrars + kReaders, [&](int t) {
+    if (t < kRegistrars) {
+      for (int i = 0; i < kOpsEach; ++i) {
+        const std::string name = "threads::named_" + std::to_string(t) + "_" + std::to_string(i);
+        made[static_cast<size_t>(t)].emplace_back(register_op({.name = name, .min_inputs = 1, .max_inputs = 1}), name);
+      }
+      --registrars_left;
+      return;
+    }
+    // Every id below num_ops() has its name, the one find_op gives back, while ops are added.
+    while (registrars_left > 0 || names_read < 2000) {
+      const int n = num_ops();
+      for (int i = 0; i < n; ++i) {
+        const std::string_view name = op_name(static_cast<OpId>(i));
+        if (i < kNumBuiltinOps) wrong += name != builtin[static_cast<size_t>(i)];
+        else wrong += name.substr(0, 9) != "threads::";
+        ++names_read;
+      }
+      wrong += op_name(static_cast<OpId>(kMaxOps)) != "<invalid op>";
+    }
+  });
+  CHECK(errors.empty());
+  CHECK(wrong == 0);
+  CHECK(names_read >= 2000);
+  for (const auto& ops : made)
+    for (const auto& [id, name] : ops) {
+      CHECK(op_name(id) == name);
+      CHECK(find_op(name) == id);
+    }
+}
+
+// Note [Op names without a lock]: kernels name their op on every call (dtype dispatch,
+// broadcasting, errors); none of it, nor dispatch itself, may wait for a registration.
+TEST_CASE("op names, op counts and dispatch never wait for the registry's lock", "[threads][registry]") {
+  init();
+  const OpId custom = register_op({.name = "threads::named_while_locked", .min_inputs = 1, .max_inputs = 1});
+  register_kernel(custom, DispatchKey::CPU, identity);
+  const Tensor a = counting({2, 2}), ints = from_vector(std::vector<int64_t>{1, 2});
+  std::future<std::string> result;
+  bool finished = false;
+  {
+    detail::RegistryLockForTesting hold;  // as a registration on another thread would
+    result = std::async(std::launch::async, [&] {
+      std::vector<std::string> words{std::string(op_name(OpId::mm)), std::string(op_name(custom))};
+      words.emplace_back(num_ops() > kNumBuiltinOps && find_op("mm") == OpId::mm ? "counted" : "miscounted");
+      for (const Tensor& t : {add(a, a), sum(a), mul(ints, 2.5), call1(custom, a)})
+        words.push_back(std::to_string(values(t).back()));
+      try {
+        mm(a, counting({3, 3}));
+      } catch (const Error& e) {
+        words.push_back(e.op());  // the kernel's error names its op
+      }
+      std::string s;
+      for (const std::string& w : words) s += (s.empty() ? "" : " ") + w;
+      return s;
+    });
+    finished = result.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  }
+  CHECK(finished);
+  CHECK(result.get() == "mm threads::named_while_locked counted 6.000000 6.000000 5.000000 3.000000 mm");
 }
 
 TEST_CASE("an op's autocast policy changes while other threads run it", "[threads][autocast]") {
