@@ -6,8 +6,9 @@
 # Building the binaries to carry (on the CPU machine, from the repository root):
 #   meson setup build-cuda-static -Dcuda=enabled -Dstatic_deps=true -Ddefault_library=static \
 #         -Dtests=true -Dbench=false -Dbuildtype=release
-#   ninja -C build-cuda-static tests/cuda/test_cuda_slice tests/cuda/test_cuda_convert tests/cuda/test_cuda_coverage
-#   mkdir -p gpu-bin && cp build-cuda-static/tests/cuda/test_cuda_{slice,convert,coverage} gpu-bin/
+#   ninja -C build-cuda-static tests/cuda/test_cuda_slice tests/cuda/test_cuda_convert tests/cuda/test_cuda_coverage \
+#         tests/cuda/test_cuda_rehearsal
+#   mkdir -p gpu-bin && cp build-cuda-static/tests/cuda/test_cuda_{slice,convert,coverage,rehearsal} gpu-bin/
 #   ldd gpu-bin/test_cuda_slice    # expect only libc, libstdc++, libm, libgcc_s, libgomp
 #   cp "$(g++ -print-file-name=libgomp.so.1)" gpu-bin/   # in case the GPU machine lacks it
 #   echo /gpu-bin/ >> .git/info/exclude                  # carried, not committed
@@ -56,7 +57,7 @@ run() {
     *) status="FAIL(rc=$rc)" ;;
   esac
   [ "$rc" -eq 0 ] || overall=1
-  summary=$(grep -E 'checks, [0-9]+ failures|ERROR SUMMARY' "$log" | tail -n 1)
+  summary=$(grep -E 'checks, [0-9]+ failures|cases compared, [0-9]+ failures|ERROR SUMMARY' "$log" | tail -n 1)
   rows+=("$(printf '%-22s %-12s %7ss  %s' "$name" "$status" "$(((end - start) / 1000000000))" "$summary")")
 }
 
@@ -81,6 +82,15 @@ if [ -x "$coverage" ]; then
   run coverage 600 "$coverage"
 else
   rows+=("coverage               MISSING      $coverage is not there")
+  overall=1
+fi
+
+# CUDA's casting policy on the GPU against the same policy rehearsed on the CPU.
+rehearsal="$bin_dir/test_cuda_rehearsal"
+if [ -x "$rehearsal" ]; then
+  run rehearsal 600 "$rehearsal"
+else
+  rows+=("rehearsal              MISSING      $rehearsal is not there")
   overall=1
 fi
 
