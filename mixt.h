@@ -1,4 +1,5 @@
-// mixt: the umbrella header an embedding application includes.
+// mixt: the umbrella header an embedding application includes as <mixt/mixt.h>. It sits
+// at the root of the tree, not in runtime/, because it spans every layer.
 #pragma once
 
 #include <mixt/amp/grad_scaler.h>
