@@ -43,13 +43,12 @@ void autograd_kernel(OpCall& c, DispatchKeySet keys) {
   }
   // A backend without a kernel of its own runs the op's composite here, above
   // autograd: the ops it calls record themselves (Note [Composite and backend kernels]).
-  const OpEntry& entry = op_entry(c.op);
+  const OpEntry& e = op_entry(c.op);
   const DispatchKeySet backend = keys & DispatchKeySet::backends();
-  if (!backend.empty() && entry.runs_composite(backend.highest())) {
-    entry.composite(c, keys);
+  if (!backend.empty() && e.runs_composite(backend.highest())) {
+    e.composite(c, keys);
     return;
   }
-  const OpEntry& e = op_entry(c.op);
   const Derivative* d = derivative_for(c.op);
   if (d == nullptr) {
     // Note [Custom ops without a derivative]: the graph records the op, and backward

@@ -57,8 +57,9 @@ void softsign_composite(OpCall& c, DispatchKeySet) { c.out[0] = div(c.in[0], add
 // A CPU kernel that doubles its input, declared without a derivative the old way.
 void double_cpu(OpCall& c, DispatchKeySet) { c.out[0] = mul(c.in[0].detach(), 2.0); }
 
-// The index of the largest element: no output carries a gradient.
-void argmax_all_cpu(OpCall& c, DispatchKeySet) { c.out[0] = argmax(c.in[0].reshape({-1})); }
+// A floating 0/1 mask of the elements at or above 2: declared without a gradient (a
+// floating output, so autograd would record it if the declaration were ignored).
+void at_least_two_cpu(OpCall& c, DispatchKeySet) { c.out[0] = ge(c.in[0].detach(), 2.0).to(c.in[0].dtype()); }
 
 }  // namespace
 
@@ -127,12 +128,13 @@ TEST_CASE("a custom op without a derivative raises in backward, naming the op", 
 }
 
 TEST_CASE("not_differentiable ops give outputs without gradients", "[op_definition][autograd]") {
-  static const OpId am =
-      OpDefinition("test::argmax_all").inputs(1).kernel(DispatchKey::CPU, argmax_all_cpu).not_differentiable().define();
+  static const OpId mask =
+      OpDefinition("test::at_least_two").inputs(1).kernel(DispatchKey::CPU, at_least_two_cpu).not_differentiable().define();
   const Tensor x = from_vector(std::vector<float>{1, 5, 2}).requires_grad_();
-  const Tensor i = call1(am, x);
-  CHECK(i.item<int64_t>() == 1);
-  CHECK_FALSE(i.requires_grad());
+  const Tensor m = call1(mask, x);
+  CHECK(m.to_vector<float>() == std::vector<float>{0, 1, 1});
+  CHECK(m.dtype() == kFloat32);
+  CHECK_FALSE(m.requires_grad());  // declared: no node, no raising backward later
 }
 
 TEST_CASE("an incomplete or contradictory block registers nothing", "[op_definition]") {
