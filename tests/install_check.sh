@@ -35,4 +35,12 @@ libdir=$(pkg-config --variable=libdir mixt)
 c++ -std=c++20 -O1 "$example" -o "$stage/app" $flags
 LD_LIBRARY_PATH="$libdir" "$stage/app" >/dev/null
 "$(dirname "$0")/header_check.sh" "$strict_app" "$(pkg-config --variable=includedir mixt)" c++ >/dev/null
-echo "installed headers, library and mixt.pc work from $stage"
+# The distributed library, where it was built: its .pc file and a program against it.
+dist_pc=$(find "$stage" -name mixt-distributed.pc | head -n 1)
+if [ -n "$dist_pc" ]; then
+  sed -i "s|^prefix=.*|prefix=$stage$prefix|" "$dist_pc"
+  ddp_example="$(dirname "$example")/train_ddp.cpp"
+  c++ -std=c++20 -O1 "$ddp_example" -o "$stage/ddp_app" $(pkg-config --cflags --libs mixt-distributed)
+  LD_LIBRARY_PATH="$libdir" "$stage/ddp_app" --steps 1 >/dev/null
+fi
+echo "installed headers, libraries and pkg-config files work from $stage"

@@ -26,18 +26,21 @@
 
 #include <mixt/mixt.h>
 
+#include "charlm.h"
 #include "example_support.h"
 
 using namespace mixt;
 namespace F = mixt::nn::functional;
 
+using charlm::CharLM;
+using charlm::Corpus;
+
 namespace {
 
-struct Config {
-  std::string path = "/usr/share/common-licenses/GPL-3";
+struct Config : charlm::ModelSize {
+  std::string path = charlm::kDefaultText;
   int64_t steps = 1200;
   double seconds = 100;
-  int64_t context = 64, batch = 16, dim = 128, heads = 4, layers = 2;
   double lr = 3e-3;
   std::string precision = "bf16";  // bf16 (default), fp16 (with the grad scaler) or f32
   std::string checkpoint;          // "" : a file in a fresh temporary directory
@@ -58,36 +61,6 @@ Config parse(int argc, char** argv) {
   return c;
 }
 
-// The model: token and position embeddings, pre-norm transformer blocks, a head.
-class CharLM : public nn::Module {
- public:
-  CharLM(int64_t vocab, const Config& c) : context_(c.context) {
-    tok_ = register_module("tok", std::make_shared<nn::Embedding>(vocab, c.dim));
-    pos_ = register_module("pos", std::make_shared<nn::Embedding>(c.context, c.dim));
-    for (int64_t i = 0; i < c.layers; ++i) {
-      auto block = std::make_shared<nn::TransformerBlock>(c.dim, c.heads, /*mlp_ratio=*/4.0, /*dropout=*/0.1);
-      blocks_.push_back(register_module("block" + std::to_string(i), block));
-    }
-    norm_ = register_module("norm", std::make_shared<nn::LayerNorm>(Shape{c.dim}));
-    head_ = register_module("head", std::make_shared<nn::Linear>(c.dim, vocab));
-  }
-
-  // ids [B, T] (int64) -> logits [B, T, vocab]
-  Tensor forward(const Tensor& ids) override {
-    const int64_t t = ids.size(1);
-    Tensor x = add(tok_->forward(ids), pos_->forward(arange(t)));
-    for (auto& b : blocks_) x = b->forward(x);
-    return head_->forward(norm_->forward(x));
-  }
-
- private:
-  int64_t context_;
-  std::shared_ptr<nn::Embedding> tok_, pos_;
-  std::vector<std::shared_ptr<nn::TransformerBlock>> blocks_;
-  std::shared_ptr<nn::LayerNorm> norm_;
-  std::shared_ptr<nn::Linear> head_;
-};
-
 // A model, its optimizer, its schedule and its grad scaler: what a checkpoint restores.
 struct Run {
   std::unique_ptr<CharLM> model;
@@ -106,106 +79,11 @@ Run make_run(int64_t vocab, const Config& c, int64_t planned_steps) {
   return r;
 }
 
-struct Corpus {
-  std::vector<int64_t> ids;
-  size_t train_end = 0;  // ids[0, train_end) train, the rest is held out
-  std::vector<char> chars;  // id -> char
-  double unigram_entropy = 0;  // nats
-};
-
-Corpus load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("train_charlm", "cannot read " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  if (text.size() < 1000) throw Error("train_charlm", path + " is too short to train on");
-  int map[256];
-  std::fill(std::begin(map), std::end(map), -1);
-  Corpus c;
-  std::vector<double> counts;
-  for (unsigned char ch : text) {
-    if (map[ch] < 0) {
-      map[ch] = static_cast<int>(c.chars.size());
-      c.chars.push_back(static_cast<char>(ch));
-      counts.push_back(0);
-    }
-    c.ids.push_back(map[ch]);
-    counts[static_cast<size_t>(map[ch])] += 1;
-  }
-  c.train_end = c.ids.size() * 9 / 10;
-  for (double n : counts) {
-    const double p = n / static_cast<double>(text.size());
-    c.unigram_entropy -= p * std::log(p);
-  }
-  return c;
-}
-
-// A batch of random windows of the training text (or of the held-out text):
-// inputs [B, T] and next-character targets [B, T].
-std::pair<Tensor, Tensor> batch(const Corpus& c, const Config& cfg, std::mt19937_64& rng, bool held_out = false) {
-  const size_t lo = held_out ? c.train_end : 0, hi = held_out ? c.ids.size() : c.train_end;
-  std::uniform_int_distribution<size_t> start(lo, hi - static_cast<size_t>(cfg.context) - 2);
-  std::vector<int64_t> x, y;
-  for (int64_t b = 0; b < cfg.batch; ++b) {
-    const size_t s = start(rng);
-    x.insert(x.end(), c.ids.begin() + static_cast<long>(s), c.ids.begin() + static_cast<long>(s) + cfg.context);
-    y.insert(y.end(), c.ids.begin() + static_cast<long>(s) + 1, c.ids.begin() + static_cast<long>(s) + cfg.context + 1);
-  }
-  return {from_vector(x, {cfg.batch, cfg.context}), from_vector(y, {cfg.batch, cfg.context})};
-}
-
-// Loss on windows of the held-out text (no graph).
-double evaluate(CharLM& model, const Corpus& c, const Config& cfg) {
-  autograd::NoGradGuard no_grad;
-  model.eval();
-  std::mt19937_64 rng(1234);
-  double total = 0;
-  const int n = 4;
-  for (int i = 0; i < n; ++i) {
-    auto [x, y] = batch(c, cfg, rng, /*held_out=*/true);
-    Tensor logits = model.forward(x);
-    total += F::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1})).item<double>();
-  }
-  model.train();
-  return total / n;
-}
-
-std::string sample(CharLM& model, const Corpus& c, const Config& cfg, const std::string& prompt, int length) {
-  autograd::NoGradGuard no_grad;
-  model.eval();
-  std::vector<int64_t> ids;
-  for (char ch : prompt)
-    for (size_t i = 0; i < c.chars.size(); ++i)
-      if (c.chars[i] == ch) ids.push_back(static_cast<int64_t>(i));
-  std::string out = prompt;
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<double> u(0, 1);
-  for (int step = 0; step < length; ++step) {
-    const size_t from = ids.size() > static_cast<size_t>(cfg.context) ? ids.size() - cfg.context : 0;
-    std::vector<int64_t> window(ids.begin() + static_cast<long>(from), ids.end());
-    Tensor logits = model.forward(from_vector(window, {1, static_cast<int64_t>(window.size())}));
-    Tensor last = logits.select(1, -1).select(0, 0);
-    const std::vector<double> p = F::softmax(div(last, 0.8), 0).to_vector<double>();  // temperature 0.8
-    double r = u(rng), acc = 0;
-    size_t pick = p.size() - 1;
-    for (size_t i = 0; i < p.size(); ++i)
-      if ((acc += p[i]) >= r) {
-        pick = i;
-        break;
-      }
-    ids.push_back(static_cast<int64_t>(pick));
-    out += c.chars[pick];
-  }
-  model.train();
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   const Config cfg = parse(argc, argv);
-  const Corpus corpus = load(cfg.path);
+  const Corpus corpus = charlm::load(cfg.path);
   std::printf("text: %s, %zu characters (last %zu held out), vocabulary %zu, unigram entropy %.3f nats/char\n",
               cfg.path.c_str(), corpus.ids.size(), corpus.ids.size() - corpus.train_end, corpus.chars.size(),
               corpus.unigram_entropy);
@@ -222,7 +100,7 @@ int main(int argc, char** argv) {
               : cfg.precision == "f32" ? "float32"
                                        : "bfloat16 autocast");
 
-  const double initial_held_out = evaluate(*run.model, corpus, cfg);
+  const double initial_held_out = charlm::evaluate(*run.model, corpus, cfg);
   std::mt19937_64 rng(42);
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
@@ -232,7 +110,7 @@ int main(int argc, char** argv) {
   double loss_value = 0;
   int64_t step = 0;
   for (; step < cfg.steps && elapsed() < cfg.seconds; ++step) {
-    auto [x, y] = batch(corpus, cfg, rng);
+    auto [x, y] = charlm::batch(corpus, cfg, rng);
     run.opt->zero_grad();
     Tensor loss;
     {
@@ -283,11 +161,11 @@ int main(int argc, char** argv) {
     }
   }
   CharLM& model = *run.model;
-  const double held_out = evaluate(model, corpus, cfg);
+  const double held_out = charlm::evaluate(model, corpus, cfg);
   std::printf("after %lld steps in %.0f s: train loss %.3f, held-out loss %.3f nats/char (from %.3f; unigram "
               "entropy %.3f)\n",
               static_cast<long long>(step), elapsed(), loss_value, held_out, initial_held_out, corpus.unigram_entropy);
-  std::printf("sample:\n%s\n", sample(model, corpus, cfg, "The ", 200).c_str());
+  std::printf("sample:\n%s\n", charlm::sample(model, corpus, cfg, "The ", 200).c_str());
   std::remove(ckpt.c_str());
   example::require(std::isfinite(held_out) && held_out < initial_held_out, "the held-out loss did not fall");
   example::require(resumed || step < 2, "the run never reached its checkpoint");
