@@ -3,7 +3,6 @@
 #pragma once
 
 #include <mixt/amp/grad_scaler.h>
-#include <mixt/amp/ops.h>
 #include <mixt/amp/precision_state.h>
 #include <mixt/autocast/autocast.h>
 #include <mixt/autocast/decision.h>
@@ -18,14 +17,15 @@
 #include <mixt/runtime/error.h>
 #include <mixt/runtime/generator.h>
 #include <mixt/runtime/op_definition.h>
-#include <mixt/runtime/ops.h>
 #include <mixt/runtime/scalar.h>
 #include <mixt/runtime/tensor.h>
 #include <mixt/runtime/autograd/autograd.h>
-#include <mixt/runtime/nn/functional.h>
 #include <mixt/runtime/nn/module.h>
 #include <mixt/runtime/nn/modules.h>
-#include <mixt/runtime/optim/fused_step.h>
+#include <mixt/runtime/ops/amp.h>
+#include <mixt/runtime/ops/nn.h>
+#include <mixt/runtime/ops/ops.h>
+#include <mixt/runtime/ops/optim.h>
 #include <mixt/runtime/optim/optimizer.h>
 #include <mixt/runtime/optim/schedule.h>
 #include <mixt/runtime/io/checkpoint.h>

@@ -7,10 +7,10 @@
 
 #include <fmt/format.h>
 
-#include <mixt/amp/ops.h>
 #include <mixt/runtime/autograd/grad_mode.h>
 #include <mixt/runtime/check.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/amp.h>
+#include <mixt/runtime/ops/ops.h>
 #include <mixt/runtime/optim/optimizer.h>
 
 namespace mixt::amp {

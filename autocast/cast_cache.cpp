@@ -4,7 +4,7 @@
 
 #include <mixt/autocast/autocast.h>
 #include <mixt/runtime/autograd/autograd.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt::autocast {
 namespace {

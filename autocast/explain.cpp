@@ -5,7 +5,7 @@
 
 #include <mixt/dispatcher/tls.h>
 #include <mixt/runtime/io/atomic_file.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt::autocast {
 namespace {

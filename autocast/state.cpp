@@ -4,7 +4,7 @@
 #include <mixt/autocast/cast_cache.h>
 #include <mixt/autocast/explain.h>
 #include <mixt/runtime/check.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt::autocast {
 namespace {

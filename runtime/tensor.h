@@ -140,7 +140,7 @@ class Tensor {
   // Tensor[i]: select along dim 0.
   Tensor operator[](int64_t index) const { return select(0, index); }
 
-  // ---- arithmetic (see runtime/ops.h for the full list) ----
+  // ---- arithmetic (see runtime/ops/ops.h for the full list) ----
   Tensor add(const Tensor& o, const Scalar& alpha = 1) const;
   Tensor sub(const Tensor& o, const Scalar& alpha = 1) const;
   Tensor mul(const Tensor& o) const;

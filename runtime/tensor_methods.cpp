@@ -1,6 +1,6 @@
-// Tensor's op methods: one-line forwards to the free functions in ops.h.
+// Tensor's op methods: one-line forwards to the free functions in runtime/ops/ops.h.
 #include <mixt/runtime/autograd/autograd.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt {
 

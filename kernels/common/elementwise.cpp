@@ -2,7 +2,7 @@
 
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/host_copy.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt {
 namespace {

@@ -7,7 +7,7 @@
 #include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/common/register.h>
 #include <mixt/runtime/checked.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt {
 namespace {

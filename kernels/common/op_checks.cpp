@@ -5,7 +5,7 @@
 
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/runtime/dtype_visit.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt {
 namespace {

@@ -4,7 +4,7 @@
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/matmul_plan.h>
 #include <mixt/kernels/composite/register.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt {
 namespace {
@@ -43,7 +43,7 @@ Tensor batched_matmul(const OpCall& c, const Tensor& a, const Tensor& b, ScalarT
   return bmm(a_flat, b_flat, out_dtype).view(out);
 }
 
-// numpy-style matmul of `a` and `b` (see runtime/ops.h).
+// numpy-style matmul of `a` and `b` (see runtime/ops/ops.h).
 Tensor matmul_of(const OpCall& c, const Tensor& a, const Tensor& b, ScalarType out_dtype) {
   const int64_t da = a.dim(), db = b.dim();
   MIXT_CHECK_OP(da >= 1 && db >= 1, c, "both arguments need at least one dimension, but got {}-D and {}-D", da, db);

@@ -11,8 +11,8 @@
 #include <mixt/kernels/common/conv_geometry.h>
 #include <mixt/kernels/composite/register.h>
 #include <mixt/runtime/autograd/grad_mode.h>
-#include <mixt/runtime/nn/functional.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/nn.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt {
 namespace {

@@ -14,7 +14,7 @@
 #include <mixt/kernels/cpu/multi_tensor.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/dtype_visit.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt::cpu {
 namespace {

@@ -7,7 +7,7 @@
 #include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cpu/elementwise_loops.h>
 #include <mixt/kernels/cpu/register.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt::cpu {
 namespace {

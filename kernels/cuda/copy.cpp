@@ -8,7 +8,7 @@
 #include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cuda/host.h>
 #include <mixt/kernels/cuda/register.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt::cuda {
 namespace {

@@ -5,7 +5,7 @@
 #include <mixt/kernels/common/elementwise.h>
 #include <mixt/kernels/common/op_checks.h>
 #include <mixt/kernels/meta/rules.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt::meta {
 namespace {

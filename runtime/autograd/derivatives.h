@@ -2,7 +2,7 @@
 #pragma once
 
 #include <mixt/runtime/autograd/function.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt::autograd {
 

@@ -4,7 +4,7 @@
 // nn ops (losses, batch/group norm, attention, convolutions) need none.
 #include <mixt/runtime/autograd/derivatives.h>
 #include <mixt/runtime/error.h>
-#include <mixt/runtime/nn/functional.h>
+#include <mixt/runtime/ops/nn.h>
 
 namespace mixt::autograd {
 namespace {

@@ -7,7 +7,7 @@
 #include <mixt/runtime/autograd/autograd.h>
 #include <mixt/runtime/autograd_meta.h>
 #include <mixt/runtime/check.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt::autograd {
 namespace {

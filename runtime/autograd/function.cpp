@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include <mixt/runtime/check.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt::autograd {
 

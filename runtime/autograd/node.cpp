@@ -3,7 +3,7 @@
 #include <mixt/runtime/autograd/grad_mode.h>
 #include <mixt/runtime/autograd_meta.h>
 #include <mixt/runtime/check.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt::autograd {
 namespace {

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include <mixt/runtime/check.h>
-#include <mixt/runtime/nn/functional.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/nn.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt::nn {
 namespace F = functional;

@@ -1,7 +1,7 @@
 // Front ends of the factories and in-place fills.
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/runtime/check.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt {
 namespace {

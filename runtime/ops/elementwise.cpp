@@ -1,7 +1,7 @@
 // Front ends of the elementwise ops (unary, binary, ternary) and operators.
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/runtime/check.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt {
 namespace {

@@ -1,6 +1,6 @@
 // Front ends of the matmul family.
 #include <mixt/dispatcher/dispatch.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt {
 namespace {

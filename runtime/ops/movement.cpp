@@ -1,7 +1,7 @@
 // Front ends of copies and movement: contiguous, clone, copy_, to, cat, stack.
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/runtime/check.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt {
 

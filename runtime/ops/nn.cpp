@@ -1,7 +1,7 @@
-// Front ends of the neural-network ops (runtime/nn/functional.h).
+// Front ends of the neural-network ops (runtime/ops/nn.h).
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/runtime/check.h>
-#include <mixt/runtime/nn/functional.h>
+#include <mixt/runtime/ops/nn.h>
 
 namespace mixt::nn::functional {
 namespace {

@@ -1,6 +1,6 @@
 // Front ends of the reductions and scans.
 #include <mixt/dispatcher/dispatch.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt {
 namespace {

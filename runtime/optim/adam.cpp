@@ -2,8 +2,8 @@
 #include <cmath>
 
 #include <mixt/runtime/check.h>
-#include <mixt/runtime/ops.h>
-#include <mixt/runtime/optim/fused_step.h>
+#include <mixt/runtime/ops/ops.h>
+#include <mixt/runtime/ops/optim.h>
 #include <mixt/runtime/optim/optimizer.h>
 
 namespace mixt::optim {

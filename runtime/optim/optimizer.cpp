@@ -10,7 +10,7 @@
 #include <mixt/runtime/check.h>
 #include <mixt/runtime/dtype_visit.h>
 #include <mixt/runtime/nn/module.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt::optim {
 namespace {

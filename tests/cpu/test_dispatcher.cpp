@@ -1,8 +1,10 @@
 // The dispatcher: key sets, TLS guards, the op table, custom ops registered
 // through the public API, redispatch, fallthrough and its errors.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -241,20 +243,41 @@ TEST_CASE("mm under CPU bfloat16 autocast: entries with a cast-cache miss and a 
 }
 
 namespace {
-// The `#include <mixt/...>` lines of the sources under `dir` that name a header under one of `banned`.
-std::vector<std::string> includes_of(const std::string& dir, std::initializer_list<const char*> banned) {
+// The lines, as "file: line", of the sources under `dir` (but not the files or folders of
+// `skip`) for which `keep` holds. Paths are relative to the source root.
+std::vector<std::string> lines_of(const std::string& dir, const std::function<bool(const std::string&)>& keep,
+                                  std::initializer_list<const char*> skip = {}) {
   namespace fs = std::filesystem;
   std::vector<std::string> found;
   for (const auto& f : fs::recursive_directory_iterator(fs::path(MIXT_SOURCE_ROOT) / dir)) {
     if (!f.is_regular_file()) continue;
+    const std::string file = fs::relative(f.path(), MIXT_SOURCE_ROOT).string();
+    bool skipped = false;
+    for (const char* s : skip) skipped = skipped || file == s || file.rfind(std::string(s) + "/", 0) == 0;
+    if (skipped) continue;
     std::ifstream in(f.path());
     std::string line;
     while (std::getline(in, line))
-      for (const char* b : banned)
-        if (line.rfind("#include <mixt/" + std::string(b), 0) == 0)
-          found.push_back(fs::relative(f.path(), MIXT_SOURCE_ROOT).string() + ": " + line);
+      if (keep(line)) found.push_back(file + ": " + line);
   }
   return found;
+}
+
+// The `#include <mixt/...>` lines of the sources under `dir` that name a header under one of `banned`.
+std::vector<std::string> includes_of(const std::string& dir, std::initializer_list<const char*> banned) {
+  return lines_of(dir, [&](const std::string& line) {
+    for (const char* b : banned)
+      if (line.rfind("#include <mixt/" + std::string(b), 0) == 0) return true;
+    return false;
+  });
+}
+
+// A front end's marks: an OpCall built for a named op, or the call it built handed to the
+// dispatcher through call_op / call_inplace (which dispatcher/dispatch.h defines).
+bool front_end_line(const std::string& line) {
+  static const std::regex mark(R"(\bOpCall\s+\w+\s*[({]\s*OpId::|\b(call_op|call_inplace)\s*\()");
+  return (line.find("OpCall") != std::string::npos || line.find("call_") != std::string::npos) &&
+         std::regex_search(line, mark);
 }
 }  // namespace
 
@@ -266,4 +289,20 @@ TEST_CASE("layers include only what lies below them", "[dispatcher][layering]") 
   CHECK(includes_of("kernels/cpu", {"kernels/cuda/", "autocast/", "amp/"}) == V{});
   CHECK(includes_of("kernels/common", {"kernels/cpu/", "kernels/cuda/", "autocast/", "amp/"}) == V{});
   CHECK(includes_of("runtime/autograd", {"autocast/", "amp/"}) == V{});
+}
+
+// Note [Layering]: every built-in front end lives in runtime/ops, whatever its namespace.
+TEST_CASE("front ends live only in runtime/ops", "[dispatcher][layering]") {
+  using V = std::vector<std::string>;
+  for (const char* dir : {"amp", "autocast", "dispatcher", "distributed", "kernels", "runtime"}) {
+    INFO(dir);
+    CHECK(lines_of(dir, front_end_line, {"runtime/ops", "dispatcher/dispatch.h"}) == V{});
+  }
+  // The marks are found where the front ends are: the tensor math, nn, amp and optim ones.
+  const V here = lines_of("runtime/ops", front_end_line);
+  for (const char* file : {"runtime/ops/elementwise.cpp", "runtime/ops/nn.cpp", "runtime/ops/amp.cpp",
+                           "runtime/ops/optim.cpp"}) {
+    INFO(file);
+    CHECK(std::any_of(here.begin(), here.end(), [&](const std::string& l) { return l.rfind(file, 0) == 0; }));
+  }
 }

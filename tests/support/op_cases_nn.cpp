@@ -1,4 +1,4 @@
-// Op cases of the nn ops (runtime/nn/functional.h): every floating dtype against
+// Op cases of the nn ops (runtime/ops/nn.h): every floating dtype against
 // the references of reference_nn.h, small inputs for the float64 gradient checks,
 // and a `check` for the random cases (dropout, attention dropout).
 //

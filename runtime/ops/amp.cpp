@@ -1,4 +1,4 @@
-#include <mixt/amp/ops.h>
+#include <mixt/runtime/ops/amp.h>
 
 #include <mixt/dispatcher/dispatch.h>
 

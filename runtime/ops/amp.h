@@ -1,5 +1,6 @@
-// Front ends of the grad scaler's ops (kernels: kernels/cpu/amp.cpp; the CUDA
-// kernels come with the CUDA backend). See Note [Grad scaler].
+// Front ends of the grad scaler's ops, which amp::GradScaler (amp/grad_scaler.h) calls
+// (kernels: kernels/cpu/amp.cpp; the CUDA kernels come with the CUDA backend). See
+// Note [Grad scaler].
 #pragma once
 
 #include <span>

@@ -1,7 +1,8 @@
 // The op front ends: typed functions that build an OpCall and dispatch it. Math on
 // tensors lives here, in mixt::; the neural-network layer ops (linear, embedding, the
 // nn-only activations gelu/silu/softplus, norms, dropout, losses, attention, conv) live
-// in mixt::nn::functional (runtime/nn/functional.h), as in PyTorch. See docs/ops.md.
+// in mixt::nn::functional (runtime/ops/nn.h), as in PyTorch. See docs/ops.md. Every
+// front end lives in runtime/ops (Note [Layering]).
 // Every function raises mixt::Error (naming the op and its inputs) on bad input.
 #pragma once
 

@@ -1,4 +1,4 @@
-#include <mixt/runtime/optim/fused_step.h>
+#include <mixt/runtime/ops/optim.h>
 
 #include <vector>
 

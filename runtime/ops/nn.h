@@ -1,6 +1,6 @@
 // nn::functional: the neural-network layer ops (linear, embedding, the nn-only
 // activations, normalizations, dropout, losses, attention, convolutions); math on
-// tensors is in mixt:: (runtime/ops.h), as PyTorch splits torch.nn.functional from
+// tensors is in mixt:: (runtime/ops/ops.h), as PyTorch splits torch.nn.functional from
 // torch. Each is an op in the op table, so autocast policies, autograd and explain
 // see it by name.
 #pragma once

@@ -1,7 +1,8 @@
 // Front ends of the fused optimizer steps: one multi-tensor op updates a whole
 // parameter group, optionally predicated on the grad scaler's found_inf flag
 // (nonzero: nothing changes, step counters included), so a skipped step needs
-// no host read. See Note [Fused optimizer steps].
+// no host read. The optimizers of runtime/optim call them.
+// See Note [Fused optimizer steps].
 #pragma once
 
 #include <span>
