@@ -2,7 +2,7 @@
 
 #include <mixt/runtime/check.h>
 #include <mixt/runtime/checked.h>
-#include <mixt/runtime/ops.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt::dist {
 
