@@ -7,18 +7,21 @@
 //   explain    explain over the demo model's forward
 //   amp        the grad scaler's unscale + check and a full scaler step, vs memcpy
 //   io         safetensors save/load vs plain file I/O, many small tensors, slow headers
+//   gemm       GEMM GFLOP/s per shape and dtype against the BLAS called directly
 #include <vector>
 
 #include "bench_amp.h"
 #include "bench_autocast.h"
 #include "bench_cli.h"
 #include "bench_dispatch.h"
+#include "bench_gemm.h"
 #include "bench_io.h"
 #include "bench_train.h"
 
 int main(int argc, char** argv) {
   using namespace mixt::bench;
   const std::vector<cli::Command> commands = {dispatch_command(), train_command(), policy_command(),
-                                              explain_command(),  amp_command(),   io_command()};
+                                              explain_command(),  amp_command(),   io_command(),
+                                              gemm_command()};
   return cli::run_main(commands, argc, argv);
 }

@@ -65,16 +65,16 @@ BlasOperand blas_operand(const OpCall& c, const Tensor& t) {
   return op;
 }
 
-// BLAS calls of one element type.
+// BLAS calls of one element type (the result's rows are `ldc` elements apart).
 void gemm(bool ta, bool tb, int n, int m, int k, float alpha, const float* a, int lda, const float* b, int ldb,
-          float beta, float* out) {
+          float beta, float* out, int ldc) {
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, n, m, k, alpha, a, lda,
-              b, ldb, beta, out, m);
+              b, ldb, beta, out, ldc);
 }
 void gemm(bool ta, bool tb, int n, int m, int k, double alpha, const double* a, int lda, const double* b, int ldb,
-          double beta, double* out) {
+          double beta, double* out, int ldc) {
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, n, m, k, alpha, a, lda,
-              b, ldb, beta, out, m);
+              b, ldb, beta, out, ldc);
 }
 
 // acc[i] = alpha * a[i] @ b[i] + beta * acc[i] for every matrix of the batch, through BLAS (T = float or double).
@@ -86,23 +86,31 @@ void blas_product(const OpCall& c, const MatmulPlan& p, const Tensor& a, const T
   const T* pa = static_cast<const T*>(A.data);
   const T* pb = static_cast<const T*>(B.data);
   // Note [GEMM threads]: OpenBLAS runs single-threaded; the batch and, for large
-  // products, blocks of rows are spread over mixt's OpenMP threads instead, so the
-  // elementwise loops and the GEMMs share one pool and never compete for the cores.
+  // products, blocks of the result are spread over mixt's OpenMP threads instead, so
+  // the elementwise loops and the GEMMs share one pool and never compete for the
+  // cores. Blocks are rows first (16 at least each); a product with too few rows for
+  // every thread (skinny M: decoding, small batches) is split by columns too (64 at
+  // least each).
   const int64_t work = p.n * p.m * p.k;
   const int64_t threads = omp_get_max_threads();
-  const int64_t row_blocks =
-      work >= kParallelGemm && p.batch < threads ? std::max<int64_t>(1, std::min(threads, p.n / 16)) : 1;
-  const int64_t tasks = p.batch * row_blocks;
-  const int64_t grain = std::max<int64_t>(1, kWorkGrain / std::max<int64_t>(1, work / row_blocks));
+  const int64_t blocks = work >= kParallelGemm && p.batch < threads ? threads : 1;
+  const int64_t row_blocks = std::max<int64_t>(1, std::min(blocks, p.n / 16));
+  const int64_t col_blocks = std::max<int64_t>(1, std::min(blocks / row_blocks, p.m / 64));
+  const int64_t per_matrix = row_blocks * col_blocks;
+  const int64_t tasks = p.batch * per_matrix;
+  const int64_t grain = std::max<int64_t>(1, kWorkGrain / std::max<int64_t>(1, work / per_matrix));
   parallel_for(tasks, grain, [&](int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; ++t) {
-      const int64_t i = t / row_blocks, rb = t % row_blocks;
+      const int64_t i = t / per_matrix, rb = (t / col_blocks) % row_blocks, cb = t % col_blocks;
       const int64_t r0 = p.n * rb / row_blocks, r1 = p.n * (rb + 1) / row_blocks;
-      if (r0 == r1) continue;
-      // Rows r0..r1 of the result read rows r0..r1 of A (columns, when A is transposed).
+      const int64_t c0 = p.m * cb / col_blocks, c1 = p.m * (cb + 1) / col_blocks;
+      if (r0 == r1 || c0 == c1) continue;
+      // Rows r0..r1 of the result read rows r0..r1 of A (columns, when A is transposed);
+      // columns c0..c1 read columns c0..c1 of B (rows, when B is transposed).
       const T* a_rows = pa + i * A.batch_stride + (A.trans ? r0 : r0 * A.ld);
-      gemm(A.trans, B.trans, static_cast<int>(r1 - r0), m, k, alpha, a_rows, static_cast<int>(A.ld),
-           pb + i * B.batch_stride, static_cast<int>(B.ld), beta, acc + i * p.n * p.m + r0 * p.m);
+      const T* b_cols = pb + i * B.batch_stride + (B.trans ? c0 * B.ld : c0);
+      gemm(A.trans, B.trans, static_cast<int>(r1 - r0), static_cast<int>(c1 - c0), k, alpha, a_rows,
+           static_cast<int>(A.ld), b_cols, static_cast<int>(B.ld), beta, acc + i * p.n * p.m + r0 * p.m + c0, m);
     }
   });
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -189,4 +190,27 @@ TEST_CASE("narrowing conversions of tensors at their boundaries", "[convert]") {
   const auto bf = d.to(kBFloat16).to_vector<float>();
   CHECK(std::isinf(bf[2]));
   CHECK(bf[0] == 65536.f);  // 65504 is not a bf16 value: rounds to 2^16
+}
+
+TEST_CASE("float16 -> float32 of a tensor gives Half's bits for all 65536 codes, NaN payloads included", "[f16]") {
+  // The contiguous widening takes the F16C path where the CPU has it (Note [float16
+  // widening]); a strided view takes the element loop. Both must equal Half's decoding.
+  std::vector<uint16_t> codes(65536);
+  for (uint32_t i = 0; i < 65536; ++i) codes[i] = static_cast<uint16_t>(i);
+  Tensor h = empty({65536}, TensorOptions{.dtype = kFloat16});
+  std::memcpy(h.data_ptr(), codes.data(), codes.size() * sizeof(uint16_t));
+  for (const Tensor& src : {h, h.view({256, 256}).t()}) {
+    const Tensor f = src.to(kFloat32).contiguous();
+    const Tensor codes_seen = src.contiguous();
+    const auto* fp = static_cast<const float*>(f.data_ptr());
+    const auto* hp = static_cast<const uint16_t*>(codes_seen.data_ptr());
+    for (int64_t i = 0; i < 65536; ++i) {
+      const float want = static_cast<float>(Half::from_bits(hp[i]));
+      uint32_t a = 0, b = 0;
+      std::memcpy(&a, &fp[i], 4);
+      std::memcpy(&b, &want, 4);
+      INFO("code " << hp[i]);
+      REQUIRE(a == b);
+    }
+  }
 }
