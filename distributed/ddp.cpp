@@ -91,8 +91,9 @@ class GradientReducer {
     p.ready = true;
     Bucket& b = buckets_[p.bucket];
     if (--b.pending == 0) launch_filled_buckets();
-    // Non-blocking collectives progress inside MPI calls: give the launched ones a turn.
-    for (size_t k = 0; k < next_launch_; ++k) buckets_[k].work->is_completed();
+    // Non-blocking collectives progress inside MPI calls: one test of the oldest
+    // unfinished bucket gives every launched one a turn.
+    while (oldest_running_ < next_launch_ && buckets_[oldest_running_].work->is_completed()) ++oldest_running_;
   }
 
   void synchronize() {
@@ -206,6 +207,7 @@ class GradientReducer {
       b.work.reset();
     }
     next_launch_ = 0;
+    oldest_running_ = 0;
     launched_in_backward_ = 0;
   }
 
@@ -215,6 +217,7 @@ class GradientReducer {
   std::vector<Param> params_;
   std::vector<Bucket> buckets_;
   size_t next_launch_ = 0;
+  size_t oldest_running_ = 0;  // buckets before it have completed their all-reduce
   int no_sync_depth_ = 0;
   bool detached_ = false;
   int64_t launched_in_backward_ = 0;
