@@ -61,8 +61,9 @@ class ProcessGroup {
   virtual DeviceType device_type() const = 0;
 
   // ---- asynchronous forms (the tensors must stay alive until wait()) ----
-  // Reduces `t` across ranks, in place. Avg: floating dtypes only. float16,
-  // bfloat16 and float8 are reduced in float32 and rounded once.
+  // Reduces `t` across ranks, in place. Avg: floating dtypes only. The MPI
+  // backend reduces float16, bfloat16 and float8 in float32 and rounds once;
+  // NCCL reduces them natively (nccl/nccl_group.h).
   virtual WorkPtr all_reduce_async(Tensor& t, ReduceOp op) = 0;
   // Copies root's `t` into every rank's `t` (same shape and dtype everywhere).
   virtual WorkPtr broadcast_async(Tensor& t, int root) = 0;
