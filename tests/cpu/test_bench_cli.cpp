@@ -70,16 +70,24 @@ class Capture {
   int saved_;
 };
 
-// Runs `mixt-bench <words...>` against `commands`, capturing stdout and stderr.
-Run run(const std::vector<cli::Command>& commands, const std::vector<std::string>& words) {
-  std::vector<const char*> argv = {"mixt-bench"};
+// Runs `main_of(argc, argv)` for `program <words...>`, capturing stdout and stderr.
+template <class Main>
+Run run_captured(const char* program, const std::vector<std::string>& words, Main&& main_of) {
+  std::vector<const char*> argv = {program};
   for (const std::string& w : words) argv.push_back(w.c_str());
   Run r;
   Capture out(1), err(2);
-  r.status = cli::run_main(commands, static_cast<int>(argv.size()), argv.data());
+  r.status = main_of(static_cast<int>(argv.size()), argv.data());
   r.out = out.text();
   r.err = err.text();
   return r;
+}
+
+// Runs `mixt-bench <words...>` against `commands`.
+Run run(const std::vector<cli::Command>& commands, const std::vector<std::string>& words) {
+  return run_captured("mixt-bench", words, [&](int argc, const char* const* argv) {
+    return cli::run_main(commands, argc, argv);
+  });
 }
 
 // A command with one option of each kind that records what it was run with.
@@ -275,16 +283,9 @@ TEST_CASE("a standalone program (mixt-bench-allreduce): its own usage, sizes wit
         return 0;
       },
       .standalone = true};
-  // Runs `mixt-bench-x <words...>`, capturing stdout and stderr.
   auto run_x = [&](const std::vector<std::string>& words) {
-    std::vector<const char*> argv = {"mixt-bench-x"};
-    for (const std::string& w : words) argv.push_back(w.c_str());
-    Run r;
-    Capture out(1), err(2);
-    r.status = cli::run_program(program, static_cast<int>(argv.size()), argv.data());
-    r.out = out.text();
-    r.err = err.text();
-    return r;
+    return run_captured("mixt-bench-x", words,
+                        [&](int argc, const char* const* argv) { return cli::run_program(program, argc, argv); });
   };
   const Run help = run_x({"--help"});
   CHECK(help.status == 0);

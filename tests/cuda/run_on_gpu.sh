@@ -93,31 +93,21 @@ else
   rows+=("slice                  MISSING      $slice is not there")
   overall=1
 fi
+# run_present NAME TIMEOUT BINARY: runs BINARY like `run`, or records it as missing.
+run_present() {
+  if [ -x "$3" ]; then
+    run "$1" "$2" "$3"
+  else
+    rows+=("$(printf '%-22s %-12s %s is not there' "$1" MISSING "$3")")
+    overall=1
+  fi
+}
 # The op-coverage harness: every case on every dtype the CUDA kernels declare.
-if [ -x "$coverage" ]; then
-  run coverage 600 "$coverage"
-else
-  rows+=("coverage               MISSING      $coverage is not there")
-  overall=1
-fi
-
+run_present coverage 600 "$coverage"
 # CUDA's casting policy on the GPU against the same policy rehearsed on the CPU.
-rehearsal="$bin_dir/test_cuda_rehearsal"
-if [ -x "$rehearsal" ]; then
-  run rehearsal 600 "$rehearsal"
-else
-  rows+=("rehearsal              MISSING      $rehearsal is not there")
-  overall=1
-fi
-
+run_present rehearsal 600 "$bin_dir/test_cuda_rehearsal"
 # The NCCL backend at world size 1: every collective against the CPU, the timeout, bandwidth.
-nccl="$bin_dir/test_nccl_gpu"
-if [ -x "$nccl" ]; then
-  run nccl 300 "$nccl"
-else
-  rows+=("nccl                   MISSING      $nccl is not there")
-  overall=1
-fi
+run_present nccl 300 "$bin_dir/test_nccl_gpu"
 
 echo
 echo "== summary"
