@@ -188,7 +188,9 @@ class NcclGroup final : public ProcessGroup, public std::enable_shared_from_this
       config.blocking = 0;
       ncclUniqueId nid;
       std::memcpy(&nid, id.data(), sizeof nid);
-      settle(op, comm_, ncclCommInitRankConfig(&comm_, size_, nid, rank_, &config), deadline);
+      // (The call sets comm_ before settle() reads it: arguments have no order.)
+      const ncclResult_t init = ncclCommInitRankConfig(&comm_, size_, nid, rank_, &config);
+      settle(op, comm_, init, deadline);
       settle(op, comm_, ncclCommSplit(comm_, 0, rank_, &sig_comm_, &config), deadline);
       settle(op, sig_comm_, ncclInProgress, deadline);
     });
