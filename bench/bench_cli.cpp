@@ -64,6 +64,24 @@ void check_list(const Option& o, const std::string& word) {
                                    fmt::join(o.choices, ", ")));
 }
 
+// "4K,1M,3" -> {4096, 1048576, 3}: byte counts with an optional binary suffix, each in [o.min, o.max].
+std::vector<int64_t> parse_sizes(const Option& o, const std::string& word) {
+  std::vector<int64_t> sizes;
+  for (const std::string& item : split_list(word)) {
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    const std::string_view suffix(end, static_cast<size_t>(item.data() + item.size() - end));
+    const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
+    if (item.empty() || end == item.data() || ec != std::errc() || shift < 0)
+      throw UsageError(fmt::format("{}: '{}' in '{}' is not a byte count (N, or N with K, M or G)", o.name, item,
+                                   word));
+    if (v > (o.max >> shift) || (v << shift) < o.min)
+      throw UsageError(fmt::format("{}: {} is outside [{}, {}] bytes", o.name, item, o.min, o.max));
+    sizes.push_back(v << shift);
+  }
+  return sizes;
+}
+
 Device parse_device(const Option& o, const std::string& word) {
   std::optional<Device> d;
   try {
@@ -101,6 +119,7 @@ const std::string& Args::text(std::string_view name) const { return at(name, Kin
 bool Args::flag(std::string_view name) const { return at(name, Kind::Flag).given; }
 std::vector<std::string> Args::list(std::string_view name) const { return split_list(at(name, Kind::List).text); }
 Device Args::device(std::string_view name) const { return at(name, Kind::Device).device; }
+std::vector<int64_t> Args::sizes(std::string_view name) const { return at(name, Kind::Sizes).sizes; }
 bool Args::given(std::string_view name) const {
   const auto it = values_.find(name);
   return it != values_.end() && it->second.given;
@@ -118,6 +137,7 @@ Args parse(const Command& command, std::span<const std::string> words) {
     if (o.kind == Kind::Int) v.integer = parse_integer(o, word);
     if (o.kind == Kind::List) check_list(o, word);
     if (o.kind == Kind::Device) v.device = parse_device(o, word);
+    if (o.kind == Kind::Sizes) v.sizes = parse_sizes(o, word);
   };
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
@@ -153,8 +173,37 @@ Args parse(const Command& command, std::span<const std::string> words) {
   return args;
 }
 
+namespace {
+
+// How the command is typed: "mixt-bench dispatch", or a standalone program's name.
+std::string invocation(const Command& command) {
+  return command.standalone ? command.name : fmt::format("{} {}", kProgram, command.name);
+}
+
+// Parses `words` for `command` and runs it: help (0), usage errors (2), failures (1).
+int run_command(const Command& command, const std::vector<std::string>& words) {
+  const std::string who = invocation(command);
+  try {
+    const Args args = parse(command, words);
+    return command.run(args);
+  } catch (const HelpRequested&) {
+    std::fputs(usage(command).c_str(), stdout);
+    return 0;
+  } catch (const UsageError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: %s\n%s", who.c_str(), e.what(), usage(command).c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: %s\n", who.c_str(), e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
 std::string usage(const Command& command) {
-  std::string out = fmt::format("usage: {} {}", kProgram, command.name);
+  std::string out = "usage: " + invocation(command);
   for (const Option& o : command.options) out += " [" + synopsis_of(o) + "]";
   if (const Option* p = find_option(command, command.positional)) out += " [" + p->metavar + "]";
   out += "\n" + command.summary + "\n\noptions:\n";
@@ -197,22 +246,11 @@ int run_main(std::span<const Command> commands, int argc, const char* const* arg
     std::fputs(overview(commands).c_str(), stderr);
     return 2;
   }
-  const std::vector<std::string> words(argv + 2, argv + argc);
-  try {
-    const Args args = parse(*command, words);
-    return command->run(args);
-  } catch (const HelpRequested&) {
-    std::fputs(usage(*command).c_str(), stdout);
-    return 0;
-  } catch (const UsageError& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "%s %s: %s\n%s", kProgram, command->name.c_str(), e.what(), usage(*command).c_str());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "%s %s: %s\n", kProgram, command->name.c_str(), e.what());
-    return 1;
-  }
+  return run_command(*command, std::vector<std::string>(argv + 2, argv + argc));
+}
+
+int run_program(const Command& command, int argc, const char* const* argv) {
+  return run_command(command, std::vector<std::string>(argv + 1, argv + argc));
 }
 
 }  // namespace mixt::bench::cli

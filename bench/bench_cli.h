@@ -25,6 +25,8 @@ enum class Kind {
   Text,    // any word: `--dir /tmp`
   List,    // comma-separated items, each one of `choices`: `--only large,small`
   Device,  // `cpu` or `cuda[:N]`, parsed with mixt::Device
+  Sizes,   // comma-separated byte counts, each in [min, max], with an optional binary
+           // suffix K, M or G (KiB, MiB, GiB): `--sizes 4K,1M,256M`
 };
 
 struct Option {
@@ -33,7 +35,7 @@ struct Option {
   std::string metavar = {};        // "N" in the usage; unused for flags
   std::string help = {};           // one line
   std::string default_value = {};  // as it would be typed; "" for none
-  int64_t min = 1, max = std::numeric_limits<int64_t>::max();  // Int
+  int64_t min = 1, max = std::numeric_limits<int64_t>::max();  // Int, Sizes
   std::vector<std::string> choices = {};                       // List
   // Device: the command runs work there, so `cuda` must be usable (else mixt::Error).
   bool needs_usable_device = false;
@@ -48,6 +50,9 @@ struct Command {
   // A bare word on the command line sets this option (policy's `cuda`); "" for none.
   std::string positional = {};
   std::function<int(const Args&)> run = {};
+  // A program of its own (`mixt-bench-allreduce`), run by run_program(): `name` is
+  // the program's name, and its usage has no subcommand.
+  bool standalone = false;
 };
 
 // The values of one parsed command line, defaults filled in.
@@ -63,6 +68,8 @@ class Args {
   std::vector<std::string> list(std::string_view name) const;
   // The value of device option `name`.
   Device device(std::string_view name = "--device") const;
+  // The byte counts of sizes option `name`, in the order given.
+  std::vector<int64_t> sizes(std::string_view name) const;
   // Whether `name` was on the command line (not just its default).
   bool given(std::string_view name) const;
 
@@ -73,6 +80,7 @@ class Args {
     std::string text;
     int64_t integer = 0;
     Device device;
+    std::vector<int64_t> sizes;
     bool given = false;
   };
   const Value& at(std::string_view name, Kind kind) const;
@@ -107,5 +115,8 @@ void require_usable(Device device);
 // help to stdout (0), usage errors with the usage to stderr (2), a failed
 // command's error to stderr (1); otherwise returns the command's status.
 int run_main(std::span<const Command> commands, int argc, const char* const* argv);
+// The same for a program that is one command (`command.standalone`): argv[1...]
+// are its options.
+int run_program(const Command& command, int argc, const char* const* argv);
 
 }  // namespace mixt::bench::cli

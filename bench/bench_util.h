@@ -43,4 +43,9 @@ std::pair<double, double> ns_per_call_pair(A&& a, B&& b, int64_t iters, int reps
   return {best_a, best_b};
 }
 
+// all_reduce's bus bandwidth factor over `ranks` ranks: busbw = algbw * 2(n-1)/n,
+// the bytes each rank's link carries in a ring all-reduce per byte of the message
+// (0 for one rank, which moves nothing). algbw = message bytes / time.
+inline double all_reduce_bus_factor(int ranks) { return 2.0 * (ranks - 1) / ranks; }
+
 }  // namespace mixt::bench

@@ -1,5 +1,8 @@
 #include <mixt/distributed/process_group.h>
 
+#include <algorithm>
+#include <thread>
+
 #include <mixt/runtime/check.h>
 #include <mixt/runtime/checked.h>
 #include <mixt/runtime/ops/ops.h>
@@ -53,6 +56,35 @@ void ProcessGroup::check_gather_output(const Tensor& output, const Tensor& input
   MIXT_CHECK(output.dtype() == input.dtype() && output.numel() == static_cast<int64_t>(size_) * input.numel(),
              "all_gather", "output {} {} cannot hold {} inputs {} {}", output.dtype(), output.sizes(), size_,
              input.dtype(), input.sizes());
+}
+
+void ProcessGroup::check_scatter_output(const Tensor& output, const Tensor& input) const {
+  check_output("reduce_scatter", output);
+  const ChunkRange mine = chunk_range(input.numel(), size_, rank_);
+  MIXT_CHECK(output.dtype() == input.dtype() && output.dim() == 1 && output.numel() == mine.end - mine.begin,
+             "reduce_scatter", "rank {} of {} receives {} elements of {} as a 1-D {} tensor, got output {} {}", rank_,
+             size_, mine.end - mine.begin, input.numel(), input.dtype(), output.dtype(), output.sizes());
+}
+
+std::string ProcessGroup::timeout_reason(const char* op, Milliseconds timeout) const {
+  return fmt::format(
+      "{} timed out after {} ms on rank {} of {}: a peer did not take part (it may have exited, crashed or be stuck "
+      "in other work)",
+      op, timeout.count(), rank_, size_);
+}
+
+void ProcessGroup::copy_back(Tensor& target, const Tensor& buf) {
+  if (!buf.is_same(target)) target.copy_(reshape(buf, target.sizes()));
+}
+
+void PollPause::operator()() {
+  if (next_.count() == 0) {
+    std::this_thread::yield();
+    next_ = std::chrono::microseconds(1);
+    return;
+  }
+  std::this_thread::sleep_for(next_);
+  next_ = std::min(next_ * 2, std::chrono::microseconds(500));
 }
 
 Tensor ProcessGroup::all_gather(const Tensor& input) {
@@ -116,10 +148,7 @@ class LocalGroup final : public ProcessGroup {
   }
   WorkPtr reduce_scatter_async(Tensor& output, const Tensor& input, ReduceOp op) override {
     start("reduce_scatter", input);
-    check_output("reduce_scatter", output);
-    MIXT_CHECK(output.dtype() == input.dtype() && output.dim() == 1 && output.numel() == input.numel(),
-               "reduce_scatter", "output {} {} for an input {} {} in a group of size 1", output.dtype(),
-               output.sizes(), input.dtype(), input.sizes());
+    check_scatter_output(output, input);
     output.copy_(reshape(input, {input.numel()}));
     return done();
   }

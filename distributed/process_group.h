@@ -61,8 +61,9 @@ class ProcessGroup {
   virtual DeviceType device_type() const = 0;
 
   // ---- asynchronous forms (the tensors must stay alive until wait()) ----
-  // Reduces `t` across ranks, in place. Avg: floating dtypes only. float16,
-  // bfloat16 and float8 are reduced in float32 and rounded once.
+  // Reduces `t` across ranks, in place. Avg: floating dtypes only. The MPI
+  // backend reduces float16, bfloat16 and float8 in float32 and rounds once;
+  // NCCL reduces them natively (nccl/nccl_group.h).
   virtual WorkPtr all_reduce_async(Tensor& t, ReduceOp op) = 0;
   // Copies root's `t` into every rank's `t` (same shape and dtype everywhere).
   virtual WorkPtr broadcast_async(Tensor& t, int root) = 0;
@@ -104,6 +105,13 @@ class ProcessGroup {
   void check_rank(const char* op, int r, const char* what) const;
   // all_gather's output: writable, input's dtype, size() * input.numel() elements.
   void check_gather_output(const Tensor& output, const Tensor& input) const;
+  // reduce_scatter's output: writable, input's dtype, 1-D with this rank's chunk_range().
+  void check_scatter_output(const Tensor& output, const Tensor& input) const;
+  // Why a wait for `op` gave up after `timeout` (the group is then marked failed).
+  std::string timeout_reason(const char* op, Milliseconds timeout) const;
+  // Writes a result computed in the staging buffer `buf` back into `target`
+  // (nothing when `buf` is `target` itself).
+  static void copy_back(Tensor& target, const Tensor& buf);
 
   int rank_;
   int size_;
@@ -112,6 +120,17 @@ class ProcessGroup {
   std::string failure_;
 };
 using ProcessGroupPtr = std::shared_ptr<ProcessGroup>;
+
+// The pause between two polls of an operation in flight: a yield first, then
+// sleeps from 1 us doubling to 500 us, so ranks that wait (more processes than
+// cores, or a host thread waiting on a GPU) leave the cores to the work.
+class PollPause {
+ public:
+  void operator()();
+
+ private:
+  std::chrono::microseconds next_{0};
+};
 
 // [begin, end) of rank `r`'s chunk when `numel` elements are split over `size` ranks.
 struct ChunkRange {

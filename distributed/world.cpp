@@ -33,6 +33,7 @@ const char* backend_name(Backend b) {
 }  // namespace
 
 bool has_mpi() { return MIXT_HAS_MPI != 0; }
+bool has_nccl() { return MIXT_HAS_NCCL != 0; }
 
 bool launched_by_launcher() {
   for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "SLURM_NTASKS"}) {

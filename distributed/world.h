@@ -27,6 +27,8 @@ void finalize();
 
 // True when mixt was built with the MPI backend.
 bool has_mpi();
+// True when mixt was built with the NCCL backend (<mixt/distributed/nccl/nccl_group.h>).
+bool has_nccl();
 // True when the environment shows a launcher (Open MPI's mpirun, PMIx, Slurm's srun).
 bool launched_by_launcher();
 

@@ -2,13 +2,11 @@
 
 #include <mpi.h>
 
-#include <algorithm>
 #include <deque>
 #include <exception>
 #include <functional>
 #include <limits>
 #include <mutex>
-#include <thread>
 #include <utility>
 
 #include <mixt/distributed/call_signature.h>
@@ -171,13 +169,9 @@ class MpiGroup final : public ProcessGroup, public std::enable_shared_from_this<
   WorkPtr reduce_scatter_async(Tensor& output, const Tensor& input, ReduceOp op) override {
     const char* name = "reduce_scatter";
     start(name, input);
-    check_output(name, output);
+    check_scatter_output(output, input);
     MIXT_CHECK(op != ReduceOp::Avg || input.is_floating_point(), name, "avg of a {} tensor (floating dtypes only)",
                input.dtype());
-    const ChunkRange mine = chunk_range(input.numel(), size_, rank_);
-    MIXT_CHECK(output.dtype() == input.dtype() && output.dim() == 1 && output.numel() == mine.end - mine.begin, name,
-               "rank {} of {} receives {} elements of {} as a 1-D {} tensor, got output {} {}", rank_, size_,
-               mine.end - mine.begin, input.numel(), input.dtype(), output.dtype(), output.sizes());
     to_count(name, input.numel());
     const Wire w = wire_of(input.dtype());
     Tensor in = w.reduce_in_float32 ? to(input, kFloat32).contiguous() : input.contiguous();
@@ -347,10 +341,7 @@ class MpiGroup final : public ProcessGroup, public std::enable_shared_from_this<
   }
 
   void timed_out(MpiWork& w, Milliseconds timeout) {
-    const std::string why = fmt::format(
-        "{} timed out after {} ms on rank {} of {}: a peer did not take part (it may have exited, crashed or be "
-        "stuck in other work)",
-        w.op_, timeout.count(), rank_, size_);
+    const std::string why = timeout_reason(w.op_, timeout);
     mark_failed(why);
     MIXT_FAIL(w.op_, "{}", why);
   }
@@ -372,9 +363,6 @@ class MpiGroup final : public ProcessGroup, public std::enable_shared_from_this<
   static Tensor staged(const Tensor& t, bool in_float32) {
     if (in_float32) return to(t, kFloat32).contiguous();
     return t.is_contiguous() ? t : t.contiguous();
-  }
-  static void copy_back(Tensor& target, const Tensor& buf) {
-    if (!buf.is_same(target)) target.copy_(reshape(buf, target.sizes()));
   }
 
   void check_rc(const char* op, int rc) {
@@ -433,22 +421,14 @@ bool MpiWork::is_completed() {
 
 void MpiWork::wait(Milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto pause = std::chrono::microseconds(0);
+  PollPause pause;  // oversubscribed ranks must not starve the peer they wait for
   for (;;) {
     {
       std::lock_guard lock(mpi_mutex());
       if (group_->test(*this)) break;
       if (std::chrono::steady_clock::now() >= deadline) group_->timed_out(*this, timeout);
     }
-    // Poll gently: oversubscribed ranks (more processes than cores) must not
-    // starve the peer they wait for.
-    if (pause.count() == 0) {
-      std::this_thread::yield();
-      pause = std::chrono::microseconds(1);
-    } else {
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::microseconds(500));
-    }
+    pause();
   }
   if (error) std::rethrow_exception(error);
 }

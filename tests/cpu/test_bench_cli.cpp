@@ -70,16 +70,24 @@ class Capture {
   int saved_;
 };
 
-// Runs `mixt-bench <words...>` against `commands`, capturing stdout and stderr.
-Run run(const std::vector<cli::Command>& commands, const std::vector<std::string>& words) {
-  std::vector<const char*> argv = {"mixt-bench"};
+// Runs `main_of(argc, argv)` for `program <words...>`, capturing stdout and stderr.
+template <class Main>
+Run run_captured(const char* program, const std::vector<std::string>& words, Main&& main_of) {
+  std::vector<const char*> argv = {program};
   for (const std::string& w : words) argv.push_back(w.c_str());
   Run r;
   Capture out(1), err(2);
-  r.status = cli::run_main(commands, static_cast<int>(argv.size()), argv.data());
+  r.status = main_of(static_cast<int>(argv.size()), argv.data());
   r.out = out.text();
   r.err = err.text();
   return r;
+}
+
+// Runs `mixt-bench <words...>` against `commands`.
+Run run(const std::vector<cli::Command>& commands, const std::vector<std::string>& words) {
+  return run_captured("mixt-bench", words, [&](int argc, const char* const* argv) {
+    return cli::run_main(commands, argc, argv);
+  });
 }
 
 // A command with one option of each kind that records what it was run with.
@@ -258,6 +266,52 @@ TEST_CASE("--device cuda without a usable GPU fails with 'CUDA is not available'
   const Run named = run(p.commands(/*needs_usable_device=*/false), {"probe", "--device", "cuda:1"});
   CHECK(named.status == 0);
   CHECK(p.device == Device::cuda(1));
+}
+
+TEST_CASE("a standalone program (mixt-bench-allreduce): its own usage, sizes with K/M/G, exit 2 on bad lines",
+          "[bench_cli]") {
+  std::vector<int64_t> sizes;
+  int runs = 0;
+  const cli::Command program{
+      .name = "mixt-bench-x",
+      .summary = "one command",
+      .options = {{.name = "--sizes", .kind = cli::Kind::Sizes, .metavar = "LIST", .help = "bytes",
+                   .default_value = "4K,1M", .min = 4, .max = int64_t{1} << 30}},
+      .run = [&](const cli::Args& a) {
+        ++runs;
+        sizes = a.sizes("--sizes");
+        return 0;
+      },
+      .standalone = true};
+  auto run_x = [&](const std::vector<std::string>& words) {
+    return run_captured("mixt-bench-x", words,
+                        [&](int argc, const char* const* argv) { return cli::run_program(program, argc, argv); });
+  };
+  const Run help = run_x({"--help"});
+  CHECK(help.status == 0);
+  CHECK_THAT(help.out, StartsWith("usage: mixt-bench-x [--sizes LIST]\none command\n"));
+  CHECK(run_x({}).status == 0);
+  CHECK(sizes == std::vector<int64_t>{4096, 1 << 20});
+  CHECK(run_x({"--sizes", "4,5K,2M,1G"}).status == 0);
+  CHECK(sizes == std::vector<int64_t>{4, 5 << 10, 2 << 20, int64_t{1} << 30});
+  CHECK(runs == 2);
+  for (const auto& [word, message] : std::vector<std::pair<std::string, std::string>>{
+           {"4K,3X", "--sizes: '3X' in '4K,3X' is not a byte count (N, or N with K, M or G)"},
+           {"4K,", "--sizes: '' in '4K,' is not a byte count"},
+           {"K", "--sizes: 'K' in 'K' is not a byte count"},
+           {"-4K", "--sizes: -4K is outside [4, 1073741824] bytes"},
+           {"2G", "--sizes: 2G is outside [4, 1073741824] bytes"},
+           {"3", "--sizes: 3 is outside [4, 1073741824] bytes"},
+           {"99999999999999999999G", "is not a byte count"}}) {
+    INFO(word);
+    const Run r = run_x({"--sizes", word});
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, StartsWith("mixt-bench-x: ") && Contains(message) && Contains("usage: mixt-bench-x [--sizes"));
+  }
+  CHECK(runs == 2);
+  const Run unknown = run_x({"--size", "4K"});
+  CHECK(unknown.status == 2);
+  CHECK_THAT(unknown.err, StartsWith("mixt-bench-x: unknown option '--size'\nusage: mixt-bench-x"));
 }
 
 TEST_CASE("a command that raises exits 1 with its error on stderr", "[bench_cli]") {

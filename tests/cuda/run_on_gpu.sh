@@ -5,11 +5,14 @@
 #
 # Building the binaries to carry (on the CPU machine, from the repository root):
 #   meson setup build-cuda-static -Dcuda=enabled -Dstatic_deps=true -Ddefault_library=static \
-#         -Dtests=true -Dbench=false -Dbuildtype=release
+#         -Dtests=true -Dbench=false -Dbuildtype=release -Dmpi=disabled
 #   ninja -C build-cuda-static tests/cuda/test_cuda_slice tests/cuda/test_cuda_convert tests/cuda/test_cuda_coverage \
-#         tests/cuda/test_cuda_rehearsal
+#         tests/cuda/test_cuda_rehearsal tests/distributed/test_nccl_gpu
 #   mkdir -p gpu-bin && cp build-cuda-static/tests/cuda/test_cuda_{slice,convert,coverage,rehearsal} gpu-bin/
+#   cp build-cuda-static/tests/distributed/test_nccl_gpu gpu-bin/
 #   ldd gpu-bin/test_cuda_slice    # expect only libc, libstdc++, libm, libgcc_s, libgomp
+#   ldd gpu-bin/test_nccl_gpu      # the same, and libnccl.so.2 (NCCL is linked dynamically: the toolkit has
+#                                  # no static NCCL, and its 200 MB do not travel; found on the GPU machine below)
 #   cp "$(g++ -print-file-name=libgomp.so.1)" gpu-bin/   # in case the GPU machine lacks it
 #   echo /gpu-bin/ >> .git/info/exclude                  # carried, not committed
 # Then on the GPU machine (the device tool: carry ["gpu-bin"]):
@@ -29,9 +32,22 @@ if [ -e "$bin_dir/libgomp.so.1" ] && ! ldconfig -p 2>/dev/null | grep -q 'libgom
   export LD_LIBRARY_PATH="$bin_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 
+# test_nccl_gpu needs libnccl.so.2: the system's, else the one of the NCCL wheel the
+# machine's Python has (nvidia-nccl-cu13), else one carried beside the binaries.
+if ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 '; then
+  nccl_dir=""
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+           "$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)" \
+           "$bin_dir"; do
+    if [ -n "$d" ] && [ -e "$d/libnccl.so.2" ]; then nccl_dir=$d; break; fi
+  done
+  [ -n "$nccl_dir" ] && export LD_LIBRARY_PATH="$nccl_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "libnccl.so.2 from: ${nccl_dir:-nowhere (test_nccl_gpu will not start)}"
+fi
+
 echo "== machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -4
-for b in "$bin_dir"/test_cuda_*; do
+for b in "$bin_dir"/test_cuda_* "$bin_dir"/test_nccl_*; do
   [ -x "$b" ] || continue
   echo "== ldd $(basename "$b")"
   ldd "$b" | grep -v -E 'linux-vdso|ld-linux' || true
@@ -77,22 +93,21 @@ else
   rows+=("slice                  MISSING      $slice is not there")
   overall=1
 fi
+# run_present NAME TIMEOUT BINARY: runs BINARY like `run`, or records it as missing.
+run_present() {
+  if [ -x "$3" ]; then
+    run "$1" "$2" "$3"
+  else
+    rows+=("$(printf '%-22s %-12s %s is not there' "$1" MISSING "$3")")
+    overall=1
+  fi
+}
 # The op-coverage harness: every case on every dtype the CUDA kernels declare.
-if [ -x "$coverage" ]; then
-  run coverage 600 "$coverage"
-else
-  rows+=("coverage               MISSING      $coverage is not there")
-  overall=1
-fi
-
+run_present coverage 600 "$coverage"
 # CUDA's casting policy on the GPU against the same policy rehearsed on the CPU.
-rehearsal="$bin_dir/test_cuda_rehearsal"
-if [ -x "$rehearsal" ]; then
-  run rehearsal 600 "$rehearsal"
-else
-  rows+=("rehearsal              MISSING      $rehearsal is not there")
-  overall=1
-fi
+run_present rehearsal 600 "$bin_dir/test_cuda_rehearsal"
+# The NCCL backend at world size 1: every collective against the CPU, the timeout, bandwidth.
+run_present nccl 300 "$bin_dir/test_nccl_gpu"
 
 echo
 echo "== summary"

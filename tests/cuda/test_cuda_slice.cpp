@@ -16,36 +16,22 @@
 #include <mixt/mixt.h>
 #include <mixt/runtime/dtype_visit.h>
 
+#include "gpu_checks.h"
 #include "gpu_skip.h"
 
 using namespace mixt;
+using testing::expect;
+using testing::g_checks;
+using testing::g_failures;
+using testing::group;
 
 namespace {
 
 const Device kGpu = Device::cuda(0);
 const ScalarType kFloats[] = {kFloat16, kBFloat16, kFloat32, kFloat64, kFloat8_e4m3fn, kFloat8_e5m2};
 
-int g_checks = 0, g_failures = 0;
 // MIXT_TEST_SMALL=1 skips the large cases (for slow runs such as compute-sanitizer).
 const bool g_small = std::getenv("MIXT_TEST_SMALL") != nullptr;
-
-// Records one check; prints the first failures in detail.
-void expect(bool ok, const std::string& what) {
-  ++g_checks;
-  if (ok) return;
-  if (++g_failures <= 40) std::printf("FAIL: %s\n", what.c_str());
-}
-
-// Runs one group of checks; an unexpected exception counts as a failure.
-void group(const char* name, const std::function<void()>& body) {
-  const int before = g_failures;
-  try {
-    body();
-  } catch (const std::exception& e) {
-    expect(false, std::string(name) + ": unexpected exception: " + e.what());
-  }
-  std::printf("%-44s %s\n", name, g_failures == before ? "ok" : "FAILED");
-}
 
 // Checks that `f` raises mixt::Error.
 void expect_error(const std::string& what, const std::function<void()>& f) {
