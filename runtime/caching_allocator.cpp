@@ -79,25 +79,25 @@ struct CachingPool::State {
 
   FreeSet& free_set(const Block* b) { return b->small ? small_free : large_free; }
 
+  // Joins `right` into its left neighbour `left` (neither in a free set).
+  static void join(Block* left, Block* right) {
+    left->size += right->size;
+    left->next = right->next;
+    if (right->next) right->next->prev = left;
+    delete right;
+  }
+
   // Inserts `b` among the free blocks, merged with its free neighbours.
   void free_block(Block* b) {
     b->status = Block::Status::Free;
-    if (b->prev && b->prev->status == Block::Status::Free) {
-      Block* p = b->prev;
+    if (Block* p = b->prev; p && p->status == Block::Status::Free) {
       free_set(p).erase(p);
-      p->size += b->size;
-      p->next = b->next;
-      if (b->next) b->next->prev = p;
-      delete b;
+      join(p, b);
       b = p;
     }
-    if (b->next && b->next->status == Block::Status::Free) {
-      Block* n = b->next;
+    if (Block* n = b->next; n && n->status == Block::Status::Free) {
       free_set(n).erase(n);
-      b->size += n->size;
-      b->next = n->next;
-      if (n->next) n->next->prev = b;
-      delete n;
+      join(b, n);
     }
     free_set(b).insert(b);
   }

@@ -14,7 +14,11 @@
 #include <catch2/catch.hpp>
 
 #include <mixt/runtime/caching_allocator.h>
+#include <mixt/runtime/cuda.h>
+#include <mixt/runtime/cuda_memory.h>
+#include <mixt/runtime/cuda_stream.h>
 #include <mixt/runtime/error.h>
+#include <mixt/runtime/ops/ops.h>
 
 using namespace mixt;
 using Catch::Matchers::Contains;
@@ -481,4 +485,30 @@ TEST_CASE("caching pool: threads allocate, record and free concurrently", "[cach
   CHECK(s.allocations == kThreads * kIters);
   CHECK(backend.live_segments() == 0);
   CHECK(backend.bad_frees == 0);
+}
+
+TEST_CASE("without a usable GPU, streams and pinned memory raise saying why; the CUDA statistics are zero",
+          "[caching_allocator]") {
+  if (cuda::is_available()) return;  // tests/cuda/test_cuda_allocator.cpp covers the GPU
+  const Device gpu = Device::cuda(0);
+  const std::string why = "CUDA is not available: " + cuda::unavailable_reason();
+  CHECK_THROWS_WITH(cuda::current_stream(gpu), Contains(why));
+  CHECK_THROWS_WITH(cuda::default_stream(gpu), Contains(why));
+  CHECK_THROWS_WITH(cuda::create_stream(gpu), Contains(why));
+  CHECK_THROWS_WITH(cuda::StreamGuard(cuda::Stream()), Contains(why));
+  CHECK_THROWS_WITH(cuda::Stream().synchronize(), Contains(why));
+  CHECK_THROWS_WITH(cuda::empty_pinned({4}, kFloat32), Contains(why));
+  CHECK_THROWS_WITH(cuda::Stream::from_handle(Device::cpu(), nullptr), Contains("not cpu"));
+  CHECK_THROWS_WITH(cuda::current_stream(Device::cpu()), Contains("needs a CUDA device"));
+  cuda::Event e;
+  CHECK(e.query());  // never recorded: nothing to wait for
+  CHECK_FALSE(e.is_recorded());
+  const CachingPoolStats s = cuda::memory_stats(gpu);
+  CHECK(s.allocated_bytes == 0);
+  CHECK(s.reserved_bytes == 0);
+  CHECK(s.device_mallocs == 0);
+  CHECK(cuda::pinned_memory_stats().reserved_bytes == 0);
+  CHECK_FALSE(cuda::is_pinned(full({4}, 1.0)));
+  cuda::empty_cache();  // nothing to return
+  CHECK_THROWS_WITH(cuda::memory_stats(Device::cpu()), Contains("needs a CUDA device"));
 }

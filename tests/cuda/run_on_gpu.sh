@@ -7,8 +7,8 @@
 #   meson setup build-cuda-static -Dcuda=enabled -Dstatic_deps=true -Ddefault_library=static \
 #         -Dtests=true -Dbench=false -Dbuildtype=release
 #   ninja -C build-cuda-static tests/cuda/test_cuda_slice tests/cuda/test_cuda_convert tests/cuda/test_cuda_coverage \
-#         tests/cuda/test_cuda_rehearsal
-#   mkdir -p gpu-bin && cp build-cuda-static/tests/cuda/test_cuda_{slice,convert,coverage,rehearsal} gpu-bin/
+#         tests/cuda/test_cuda_rehearsal tests/cuda/test_cuda_allocator
+#   mkdir -p gpu-bin && cp build-cuda-static/tests/cuda/test_cuda_{slice,convert,coverage,rehearsal,allocator} gpu-bin/
 #   ldd gpu-bin/test_cuda_slice    # expect only libc, libstdc++, libm, libgcc_s, libgomp
 #   cp "$(g++ -print-file-name=libgomp.so.1)" gpu-bin/   # in case the GPU machine lacks it
 #   echo /gpu-bin/ >> .git/info/exclude                  # carried, not committed
@@ -63,7 +63,6 @@ run() {
 
 slice="$bin_dir/test_cuda_slice"
 convert="$bin_dir/test_cuda_convert"
-coverage="$bin_dir/test_cuda_coverage"
 [ -x "$convert" ] && run convert 300 "$convert"
 if [ -x "$slice" ]; then
   run slice 400 "$slice"
@@ -77,22 +76,22 @@ else
   rows+=("slice                  MISSING      $slice is not there")
   overall=1
 fi
+# run_binary NAME TIMEOUT: runs $bin_dir/test_cuda_NAME, or records it as missing.
+run_binary() {
+  local path="$bin_dir/test_cuda_$1"
+  if [ -x "$path" ]; then
+    run "$1" "$2" "$path"
+  else
+    rows+=("$(printf '%-22s %-12s %s' "$1" MISSING "$path is not there")")
+    overall=1
+  fi
+}
 # The op-coverage harness: every case on every dtype the CUDA kernels declare.
-if [ -x "$coverage" ]; then
-  run coverage 600 "$coverage"
-else
-  rows+=("coverage               MISSING      $coverage is not there")
-  overall=1
-fi
-
+run_binary coverage 600
 # CUDA's casting policy on the GPU against the same policy rehearsed on the CPU.
-rehearsal="$bin_dir/test_cuda_rehearsal"
-if [ -x "$rehearsal" ]; then
-  run rehearsal 600 "$rehearsal"
-else
-  rows+=("rehearsal              MISSING      $rehearsal is not there")
-  overall=1
-fi
+run_binary rehearsal 600
+# Streams, events, record_stream, pinned memory and the caching allocator's statistics and errors.
+run_binary allocator 300
 
 echo
 echo "== summary"
