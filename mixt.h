@@ -12,6 +12,8 @@
 #include <mixt/dispatcher/op_call.h>
 #include <mixt/dispatcher/tls.h>
 #include <mixt/runtime/cuda.h>
+#include <mixt/runtime/cuda_memory.h>
+#include <mixt/runtime/cuda_stream.h>
 #include <mixt/runtime/device.h>
 #include <mixt/runtime/dtype.h>
 #include <mixt/runtime/error.h>

@@ -6,6 +6,7 @@
 #include <mixt/kernels/common/elementwise.h>
 #include <mixt/kernels/cuda/host.h>
 #include <mixt/kernels/cuda/register.h>
+#include <mixt/kernels/cuda/stream.h>
 
 namespace mixt::cuda {
 namespace {
@@ -37,7 +38,7 @@ void binary_kernel(OpCall& c, DispatchKeySet) {
     a.op = op;
     a.alpha = alpha.to_double();
     DeviceGuard guard(e.device.index(), op_name(c.op).data());
-    check(launch_binary(a), op_name(c.op).data());
+    check(launch_binary(a, current_native_stream(e.device.index())), op_name(c.op).data());
   }
   finish_elementwise(c, e);
 }

@@ -55,7 +55,7 @@ __global__ void binary_strided_kernel(Layout L, char* out, Operand<T> a, Operand
 
 // Launches op over storage type T.
 template <class T, class Op>
-cudaError_t launch_typed(const BinaryArgs& args, Op op) {
+cudaError_t launch_typed(const BinaryArgs& args, Op op, cudaStream_t stream) {
   using M = device_opmath_t<T>;
   const Layout& L = args.layout;
   if (L.numel == 0) return cudaSuccess;
@@ -64,10 +64,10 @@ cudaError_t launch_typed(const BinaryArgs& args, Op op) {
     in[k] = Operand<T>{static_cast<const char*>(args.in[k]), static_cast<M>(args.scalar[k]), args.is_scalar[k]};
   const unsigned blocks = blocks_for(L.numel);
   if (L.contiguous) {
-    binary_contiguous_kernel<T, Op><<<blocks, kBlockThreads, 0, cudaStreamLegacy>>>(
+    binary_contiguous_kernel<T, Op><<<blocks, kBlockThreads, 0, stream>>>(
         L.numel, static_cast<T*>(args.out), in[0], in[1], op);
   } else {
-    binary_strided_kernel<T, Op><<<blocks, kBlockThreads, 0, cudaStreamLegacy>>>(
+    binary_strided_kernel<T, Op><<<blocks, kBlockThreads, 0, stream>>>(
         L, static_cast<char*>(args.out), in[0], in[1], op);
   }
   return cudaGetLastError();
@@ -75,22 +75,22 @@ cudaError_t launch_typed(const BinaryArgs& args, Op op) {
 
 // Picks the functor for storage type T.
 template <class T>
-cudaError_t launch_op(const BinaryArgs& args) {
+cudaError_t launch_op(const BinaryArgs& args, cudaStream_t stream) {
   using M = device_opmath_t<T>;
-  if (args.op == BinaryOp::Add) return launch_typed<T>(args, AddRn<M>{static_cast<M>(args.alpha)});
-  return launch_typed<T>(args, functors::Mul<M>{});
+  if (args.op == BinaryOp::Add) return launch_typed<T>(args, AddRn<M>{static_cast<M>(args.alpha)}, stream);
+  return launch_typed<T>(args, functors::Mul<M>{}, stream);
 }
 
 }  // namespace
 
-cudaError_t launch_binary(const BinaryArgs& args) {
+cudaError_t launch_binary(const BinaryArgs& args, cudaStream_t stream) {
   switch (args.dtype) {
-    case Dt::Float16: return launch_op<Half>(args);
-    case Dt::BFloat16: return launch_op<BFloat16>(args);
-    case Dt::Float32: return launch_op<float>(args);
-    case Dt::Float64: return launch_op<double>(args);
-    case Dt::Float8_e4m3fn: return launch_op<Float8_e4m3fn>(args);
-    case Dt::Float8_e5m2: return launch_op<Float8_e5m2>(args);
+    case Dt::Float16: return launch_op<Half>(args, stream);
+    case Dt::BFloat16: return launch_op<BFloat16>(args, stream);
+    case Dt::Float32: return launch_op<float>(args, stream);
+    case Dt::Float64: return launch_op<double>(args, stream);
+    case Dt::Float8_e4m3fn: return launch_op<Float8_e4m3fn>(args, stream);
+    case Dt::Float8_e5m2: return launch_op<Float8_e5m2>(args, stream);
     default: return cudaErrorInvalidValue;  // refused by the host code
   }
 }

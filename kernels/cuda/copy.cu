@@ -25,15 +25,15 @@ __global__ void cast_strided_kernel(Layout L, char* dst, const char* src) {
 
 // Launches the cast kernel for one (To, From) pair.
 template <class To, class From>
-cudaError_t launch_cast_typed(const CastArgs& a) {
+cudaError_t launch_cast_typed(const CastArgs& a, cudaStream_t stream) {
   const Layout& L = a.layout;
   if (L.numel == 0) return cudaSuccess;
   const unsigned blocks = blocks_for(L.numel);
   if (L.contiguous) {
-    cast_contiguous_kernel<To, From><<<blocks, kBlockThreads, 0, cudaStreamLegacy>>>(
+    cast_contiguous_kernel<To, From><<<blocks, kBlockThreads, 0, stream>>>(
         L.numel, static_cast<To*>(a.dst), static_cast<const From*>(a.src));
   } else {
-    cast_strided_kernel<To, From><<<blocks, kBlockThreads, 0, cudaStreamLegacy>>>(
+    cast_strided_kernel<To, From><<<blocks, kBlockThreads, 0, stream>>>(
         L, static_cast<char*>(a.dst), static_cast<const char*>(a.src));
   }
   return cudaGetLastError();
@@ -80,14 +80,14 @@ __global__ void fill_kernel(Layout L, char* dst, U value) {
 
 }  // namespace
 
-cudaError_t launch_cast(const CastArgs& a) {
+cudaError_t launch_cast(const CastArgs& a, cudaStream_t stream) {
   if (a.src_dtype == a.dst_dtype) {
     // A same-dtype copy moves bits: one unsigned type per width.
     switch (dt_size(a.src_dtype)) {
-      case 1: return launch_cast_typed<uint8_t, uint8_t>(a);
-      case 2: return launch_cast_typed<uint16_t, uint16_t>(a);
-      case 4: return launch_cast_typed<uint32_t, uint32_t>(a);
-      default: return launch_cast_typed<uint64_t, uint64_t>(a);
+      case 1: return launch_cast_typed<uint8_t, uint8_t>(a, stream);
+      case 2: return launch_cast_typed<uint16_t, uint16_t>(a, stream);
+      case 4: return launch_cast_typed<uint32_t, uint32_t>(a, stream);
+      default: return launch_cast_typed<uint64_t, uint64_t>(a, stream);
     }
   }
   cudaError_t err = cudaErrorInvalidValue;  // a pair the host code should have refused
@@ -95,17 +95,16 @@ cudaError_t launch_cast(const CastArgs& a) {
     visit_floating(a.src_dtype, [&](auto from) {
       using To = decltype(to);
       using From = decltype(from);
-      if constexpr (!std::is_same_v<To, From>) err = launch_cast_typed<To, From>(a);
+      if constexpr (!std::is_same_v<To, From>) err = launch_cast_typed<To, From>(a, stream);
     });
   });
   return err;
 }
 
-cudaError_t launch_fill(const Layout& L, void* dst, int element_size, uint64_t bits) {
+cudaError_t launch_fill(const Layout& L, void* dst, int element_size, uint64_t bits, cudaStream_t s) {
   if (L.numel == 0) return cudaSuccess;
   char* p = static_cast<char*>(dst);
   const unsigned b = blocks_for(L.numel);
-  const cudaStream_t s = cudaStreamLegacy;
   switch (element_size) {
     case 1: fill_kernel<<<b, kBlockThreads, 0, s>>>(L, p, static_cast<uint8_t>(bits)); break;
     case 2: fill_kernel<<<b, kBlockThreads, 0, s>>>(L, p, static_cast<uint16_t>(bits)); break;

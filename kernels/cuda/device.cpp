@@ -1,5 +1,5 @@
-// CUDA discovery (runtime/cuda.h), the CUDA allocator, and the host helpers of
-// kernels/cuda/host.h. Any error while counting devices means "unavailable"; the
+// CUDA discovery (runtime/cuda.h) and the host helpers of kernels/cuda/host.h (the
+// CUDA allocator is in allocator.cpp). Any error while counting devices means "unavailable"; the
 // reason says which: no device, or a driver error.
 #include <cstdint>
 #include <mutex>
@@ -47,40 +47,6 @@ const Discovery& discovery() {
   return d;
 }
 
-// Frees a cudaMalloc block; `ctx` holds the device index. Never throws (it runs in
-// destructors, possibly after the CUDA runtime has shut down at exit).
-void cuda_free(void* ctx, void* ptr) noexcept {
-  const int index = static_cast<int>(reinterpret_cast<intptr_t>(ctx));
-  int previous = -1;
-  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
-  if (previous != index) cudaSetDevice(index);
-  cudaFree(ptr);
-  if (previous >= 0 && previous != index) cudaSetDevice(previous);
-  cudaGetLastError();  // a failed free must not surface as a later launch's error
-}
-
-class CudaAllocator final : public Allocator {
- public:
-  DataPtr allocate(size_t nbytes, Device device) override {
-    MIXT_CHECK(device.is_cuda() && device.index() >= 0 && device.index() < device_count(), "allocate",
-               "cannot allocate on {}: {}", device,
-               is_available() ? fmt::format("{} CUDA device(s) present", device_count())
-                              : "CUDA is not available: " + unavailable_reason());
-    if (nbytes == 0) return {};
-    DeviceGuard guard(device.index(), "allocate");
-    void* p = nullptr;
-    const cudaError_t err = cudaMalloc(&p, nbytes);
-    if (err != cudaSuccess) {
-      cudaGetLastError();
-      MIXT_FAIL("allocate", "cudaMalloc of {} bytes on {} failed: {} ({})", nbytes, device, cudaGetErrorName(err),
-                cudaGetErrorString(err));
-    }
-    return {p, reinterpret_cast<void*>(static_cast<intptr_t>(device.index())), &cuda_free};
-  }
-};
-
-CudaAllocator g_allocator;
-
 }  // namespace
 
 bool is_compiled() { return true; }
@@ -92,8 +58,6 @@ void synchronize() {
   if (!is_available()) return;
   check(cudaDeviceSynchronize(), "cuda::synchronize");
 }
-
-Allocator* cuda_allocator() { return &g_allocator; }
 
 void check(cudaError_t err, const char* op) {
   if (MIXT_LIKELY(err == cudaSuccess)) return;

@@ -7,6 +7,7 @@
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/cuda/host.h>
 #include <mixt/kernels/cuda/register.h>
+#include <mixt/kernels/cuda/stream.h>
 #include <mixt/runtime/dtype_visit.h>
 
 namespace mixt::cuda {
@@ -28,12 +29,14 @@ void fill_tensor(const Tensor& t, const Scalar& value, const OpCall& c) {
   const uint64_t bits = value_bits(t.dtype(), value);
   if (t.numel() == 0) return;
   DeviceGuard guard(t.device().index(), op_name(c.op).data());
+  const cudaStream_t stream = current_native_stream(t.device().index());
   if (bits == 0 && t.is_contiguous()) {
-    check(cudaMemsetAsync(t.data_ptr(), 0, static_cast<size_t>(t.nbytes()), cudaStreamLegacy), "fill_");
+    check(cudaMemsetAsync(t.data_ptr(), 0, static_cast<size_t>(t.nbytes()), stream), "fill_");
     return;
   }
   const OperandGeometry geom[1] = {{&t.sizes(), &t.strides(), t.element_size()}};
-  check(launch_fill(make_launch_layout(t.sizes(), geom), t.data_ptr(), static_cast<int>(t.element_size()), bits),
+  check(launch_fill(make_launch_layout(t.sizes(), geom), t.data_ptr(), static_cast<int>(t.element_size()), bits,
+                    stream),
         "fill_");
 }
 

@@ -37,7 +37,7 @@ constexpr Dt to_dt(ScalarType t) { return static_cast<Dt>(static_cast<int8_t>(t)
 Layout make_launch_layout(const Shape& out_sizes, std::span<const OperandGeometry> operands,
                           const bool* ignore_for_contiguity = nullptr);
 
-// The CUDA allocator (cudaMalloc/cudaFree on the tensor's device).
+// The CUDA allocator: the stream-ordered caching allocator of allocator.cpp.
 Allocator* cuda_allocator();
 
 }  // namespace mixt::cuda

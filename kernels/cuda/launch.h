@@ -58,11 +58,12 @@ constexpr bool cast_supported(Dt from, Dt to) {
   return from == to || (floating(from) && floating(to));
 }
 
-// Each launcher queues its kernel on the legacy default stream of the current
-// device and returns the launch's error (cudaSuccess when nothing was launched).
-cudaError_t launch_cast(const CastArgs& args);
+// Each launcher queues its kernel on `stream` (of the current device; the host side
+// passes the current stream) and returns the launch's error (cudaSuccess when nothing
+// was launched).
+cudaError_t launch_cast(const CastArgs& args, cudaStream_t stream);
 // Writes the `element_size`-byte pattern `bits` to every element of operand 0.
-cudaError_t launch_fill(const Layout& layout, void* dst, int element_size, uint64_t bits);
-cudaError_t launch_binary(const BinaryArgs& args);
+cudaError_t launch_fill(const Layout& layout, void* dst, int element_size, uint64_t bits, cudaStream_t stream);
+cudaError_t launch_binary(const BinaryArgs& args, cudaStream_t stream);
 
 }  // namespace mixt::cuda

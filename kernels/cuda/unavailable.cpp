@@ -4,6 +4,9 @@
 #include <mixt/runtime/allocator.h>
 #include <mixt/runtime/check.h>
 #include <mixt/runtime/cuda.h>
+#include <mixt/runtime/cuda_memory.h>
+#include <mixt/runtime/cuda_stream.h>
+#include <mixt/runtime/tensor.h>
 
 namespace mixt {
 namespace {
@@ -19,6 +22,11 @@ class UnavailableAllocator final : public Allocator {
 
 UnavailableAllocator g_unavailable;
 
+// Raises from `op`: CUDA is not available, and why.
+[[noreturn]] void unavailable(const char* op) {
+  MIXT_FAIL(op, "CUDA is not available: {}", cuda::unavailable_reason());
+}
+
 }  // namespace
 
 void register_cuda_kernels() { set_allocator(DeviceType::CUDA, &g_unavailable); }
@@ -29,6 +37,33 @@ bool is_available() { return false; }
 int device_count() { return 0; }
 std::string unavailable_reason() { return "no CUDA in this build: mixt was built without its CUDA backend (-Dcuda=disabled or no nvcc)"; }
 void synchronize() {}
+
+// Streams and events: nothing to query, wait for or record without CUDA.
+bool Stream::query() const { unavailable("Stream::query"); }
+void Stream::synchronize() const { unavailable("Stream::synchronize"); }
+int Stream::priority() const { unavailable("Stream::priority"); }
+PriorityRange stream_priority_range(Device) { unavailable("cuda::stream_priority_range"); }
+Stream create_stream(Device, int) { unavailable("cuda::create_stream"); }
+Event::~Event() = default;  // never recorded, so never made
+void Event::record(const Stream&) { unavailable("Event::record"); }
+void Event::wait(const Stream&) const {}
+bool Event::query() const { return true; }
+void Event::synchronize() const {}
+float Event::elapsed_ms(const Event&) const { unavailable("Event::elapsed_ms"); }
+void record_stream(const Tensor&, const Stream&) { unavailable("cuda::record_stream"); }
+
+// Memory: no CUDA allocation ever happened.
+CachingPoolStats memory_stats(Device device) {
+  MIXT_CHECK(device.is_cuda(), "cuda::memory_stats", "needs a CUDA device, not {}", device);
+  return {};
+}
+void empty_cache() {}
+void reset_peak_memory_stats(Device device) {
+  MIXT_CHECK(device.is_cuda(), "cuda::reset_peak_memory_stats", "needs a CUDA device, not {}", device);
+}
+Tensor empty_pinned(const Shape&, ScalarType) { unavailable("cuda::empty_pinned"); }
+bool is_pinned(const Tensor&) { return false; }
+CachingPoolStats pinned_memory_stats() { return {}; }
 }  // namespace cuda
 
 }  // namespace mixt

@@ -7,8 +7,8 @@
 #   meson setup build-cuda-static -Dcuda=enabled -Dstatic_deps=true -Ddefault_library=static \
 #         -Dtests=true -Dbench=false -Dbuildtype=release -Dmpi=disabled
 #   ninja -C build-cuda-static tests/cuda/test_cuda_slice tests/cuda/test_cuda_convert tests/cuda/test_cuda_coverage \
-#         tests/cuda/test_cuda_rehearsal tests/distributed/test_nccl_gpu
-#   mkdir -p gpu-bin && cp build-cuda-static/tests/cuda/test_cuda_{slice,convert,coverage,rehearsal} gpu-bin/
+#         tests/cuda/test_cuda_rehearsal tests/cuda/test_cuda_allocator tests/distributed/test_nccl_gpu
+#   mkdir -p gpu-bin && cp build-cuda-static/tests/cuda/test_cuda_{slice,convert,coverage,rehearsal,allocator} gpu-bin/
 #   cp build-cuda-static/tests/distributed/test_nccl_gpu gpu-bin/
 #   ldd gpu-bin/test_cuda_slice    # expect only libc, libstdc++, libm, libgcc_s, libgomp
 #   ldd gpu-bin/test_nccl_gpu      # the same, and libnccl.so.2 (NCCL is linked dynamically: the toolkit has
@@ -79,7 +79,6 @@ run() {
 
 slice="$bin_dir/test_cuda_slice"
 convert="$bin_dir/test_cuda_convert"
-coverage="$bin_dir/test_cuda_coverage"
 [ -x "$convert" ] && run convert 300 "$convert"
 if [ -x "$slice" ]; then
   run slice 400 "$slice"
@@ -106,6 +105,8 @@ run_present() {
 run_present coverage 600 "$coverage"
 # CUDA's casting policy on the GPU against the same policy rehearsed on the CPU.
 run_present rehearsal 600 "$bin_dir/test_cuda_rehearsal"
+# Streams, events, record_stream, pinned memory and the caching allocator's statistics and errors.
+run_present allocator 300 "$bin_dir/test_cuda_allocator"
 # The NCCL backend at world size 1: every collective against the CPU, the timeout, bandwidth.
 run_present nccl 300 "$bin_dir/test_nccl_gpu"
 
