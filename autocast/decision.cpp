@@ -123,9 +123,11 @@ Decision decide(DeviceType device, OpId op, std::span<const InputInfo> inputs, s
       if (eligible(list[i], device) && list[i].dtype != to) d.list_cast_to[i] = to;
   };
   const Scope* top = st.top();
-  // In-place and multi-tensor ops, factories, views and explicit conversions are never cast
-  // (PyTorch: only out-of-place ops are eligible; a view must stay a view, a cast must keep its target).
-  if (entry.has(op_flags::Inplace | op_flags::Mutates | op_flags::Factory | op_flags::View | op_flags::Conversion)) {
+  // In-place and multi-tensor ops, factories, views, explicit conversions and ops whose dtypes are
+  // their contract (scaled_mm) are never cast (PyTorch: only out-of-place ops are eligible; a view
+  // must stay a view, a cast must keep its target, PyTorch's autocast never touches _scaled_mm).
+  if (entry.has(op_flags::Inplace | op_flags::Mutates | op_flags::Factory | op_flags::View | op_flags::Conversion |
+                op_flags::KeepsDtypes)) {
     d.rule = Rule::PassThrough;
   } else if (table == Policy::DisabledInside) {
     d.rule = custom ? Rule::Custom : Rule::Table;

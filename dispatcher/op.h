@@ -45,6 +45,13 @@ enum : uint32_t {
   // Passed through by autocast as its decomposition, so autocast decides its inner ops
   // (PyTorch: a CompositeImplicitAutograd op such as cross_entropy).
   AutocastDecomposes = 1u << 11,
+  // Autocast never casts its inputs, under any table, island or region: their dtypes are
+  // the op's contract (scaled_mm's float8 operands and float32 scales).
+  KeepsDtypes = 1u << 12,
+  // Not differentiable, but recorded when an input requires grad: backward through it
+  // raises naming the op (PyTorch's NotImplemented node), so a gradient never silently
+  // stops there.
+  BackwardRaises = 1u << 13,
 };
 }  // namespace op_flags
 

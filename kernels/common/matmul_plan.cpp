@@ -118,5 +118,74 @@ MatmulPlan plan_matmul(const OpCall& c, bool batched, bool scaled) {
   return p;
 }
 
+ScaledMmPlan plan_scaled_mm(const OpCall& c) {
+  ScaledMmPlan p;
+  p.a = c.in[0];
+  p.b = c.in[1];
+  p.scale_a = c.in[2];
+  p.scale_b = c.in[3];
+  if (c.n_in > 4) p.bias = c.in[4];
+  if (c.n_in > 5) p.scale_result = c.in[5];
+  const Tensor& a = p.a;
+  const Tensor& b = p.b;
+  MIXT_CHECK_OP(a.dim() == 2 && b.dim() == 2, c, "expected 2-D operands a [M, K] and b [K, N], but got shapes {} and {}",
+                a.sizes(), b.sizes());
+  MIXT_CHECK_OP(is_float8(a.dtype()) && is_float8(b.dtype()), c,
+                "expected float8_e4m3fn or float8_e5m2 operands, but got {} and {}", a.dtype(), b.dtype());
+  MIXT_CHECK_OP(a.dtype() == kFloat8_e4m3fn || b.dtype() == kFloat8_e4m3fn, c,
+                "float8_e5m2 @ float8_e5m2 is not supported (cuBLASLt has no such kernel): make one operand "
+                "float8_e4m3fn");
+  for (int i = 1; i < c.n_in; ++i)
+    MIXT_CHECK_OP(!c.in[i].defined() || c.in[i].device() == a.device(), c,
+                  "expected every input on {} (a's device), but input {} is on {}", a.device(), i, c.in[i].device());
+  MIXT_CHECK_OP(a.size(1) == b.size(0), c, "shapes {} and {} cannot be multiplied ({} != {})", a.sizes(), b.sizes(),
+                a.size(1), b.size(0));
+  p.m = a.size(0);
+  p.k = a.size(1);
+  p.n = b.size(1);
+  p.out_shape = {p.m, p.n};
+  // Scales: dequantisation multipliers in float32, per tensor or per row of a and column of b.
+  const Tensor& sa = p.scale_a;
+  const Tensor& sb = p.scale_b;
+  MIXT_CHECK_OP(sa.dtype() == kFloat32 && sb.dtype() == kFloat32, c,
+                "expected float32 scales, but got scale_a {} and scale_b {}", sa.dtype(), sb.dtype());
+  const bool per_tensor = sa.numel() == 1 && sb.numel() == 1;
+  p.rowwise = !per_tensor && sa.sizes() == Shape{p.m, 1} && sb.sizes() == Shape{1, p.n};
+  MIXT_CHECK_OP(per_tensor || p.rowwise, c,
+                "expected per-tensor scales (one element each) or row-wise scales (scale_a [M, 1] = {}, scale_b "
+                "[1, N] = {}), but got scale_a of shape {} and scale_b of shape {}",
+                Shape{p.m, 1}, Shape{1, p.n}, sa.sizes(), sb.sizes());
+  // The result's dtype: a's when unset (PyTorch's default); float8_e5m2 needs an e5m2 operand (cuBLASLt's table).
+  p.out_dtype = c.attrs.dtype == ScalarType::Undefined ? a.dtype() : c.attrs.dtype;
+  const ScalarType out = p.out_dtype;
+  p.float8_out = is_float8(out);
+  MIXT_CHECK_OP(out == kBFloat16 || out == kFloat16 || out == kFloat32 || p.float8_out, c,
+                "out_dtype {} is not supported (bfloat16, float16, float32, float8_e4m3fn or float8_e5m2)", out);
+  MIXT_CHECK_OP(out != kFloat8_e5m2 || a.dtype() == kFloat8_e5m2 || b.dtype() == kFloat8_e5m2, c,
+                "a float8_e5m2 result needs a float8_e5m2 operand (cuBLASLt's fp8 table), but the operands are {} "
+                "and {}",
+                a.dtype(), b.dtype());
+  // The bias: PyTorch's rules (bfloat16 for bfloat16 results, float16 for float16 results, either for float8
+  // results, none with float32 results).
+  if (p.bias.defined()) {
+    const Tensor& bias = p.bias;
+    MIXT_CHECK_OP(bias.dim() == 1 && bias.size(0) == p.n, c, "expected a bias of shape [N] = [{}], but got shape {}",
+                  p.n, bias.sizes());
+    MIXT_CHECK_OP(out != kFloat32, c, "a bias is not supported with a float32 out_dtype (as in PyTorch)");
+    const ScalarType want = out == kBFloat16 ? kBFloat16 : out == kFloat16 ? kFloat16 : ScalarType::Undefined;
+    if (want != ScalarType::Undefined)
+      MIXT_CHECK_OP(bias.dtype() == want, c, "expected a {} bias for a {} result, but got {}", want, out, bias.dtype());
+    else
+      MIXT_CHECK_OP(bias.dtype() == kBFloat16 || bias.dtype() == kFloat16, c,
+                    "expected a bfloat16 or float16 bias for a {} result, but got {}", out, bias.dtype());
+  }
+  if (p.scale_result.defined()) {
+    const Tensor& sr = p.scale_result;
+    MIXT_CHECK_OP(p.float8_out, c, "scale_result applies only to float8 results, but out_dtype is {}", out);
+    MIXT_CHECK_OP(sr.dtype() == kFloat32 && sr.numel() == 1, c,
+                  "expected a one-element float32 scale_result, but got {} of shape {}", sr.dtype(), sr.sizes());
+  }
+  return p;
+}
 
 }  // namespace mixt

@@ -1,5 +1,6 @@
-// The plan of mm, bmm, addmm and baddbmm: operand checks, the result's shape and
-// dtype. Shared by every backend's kernel and the meta rules. Host code.
+// The plans of mm, bmm, addmm, baddbmm, linear and scaled_mm: operand checks, the
+// result's shape and dtype. Shared by every backend's kernel and the meta rules, so
+// they raise the same errors. Host code.
 #pragma once
 
 #include <mixt/dispatcher/op_call.h>
@@ -29,5 +30,18 @@ struct LinearPlan {
   Shape result_shape;
 };
 LinearPlan plan_linear(const OpCall& c);
+
+// scaled_mm(a [M, K], b [K, N], scale_a, scale_b, bias?, scale_result?) checked (Note [Scaled mm]):
+// float8 operands (not both e5m2), float32 scales one element each (per tensor) or [M, 1] and
+// [1, N] (row-wise), a bias [N] and a scale_result under PyTorch's rules, all on one device.
+struct ScaledMmPlan {
+  Tensor a, b, scale_a, scale_b, bias, scale_result;  // bias, scale_result: undefined when absent
+  int64_t m = 0, k = 0, n = 0;
+  bool rowwise = false;                              // scale_a[i] * scale_b[j] per element
+  ScalarType out_dtype = ScalarType::Undefined;
+  bool float8_out = false;                           // scale_result and amax apply
+  Shape out_shape;
+};
+ScaledMmPlan plan_scaled_mm(const OpCall& c);
 
 }  // namespace mixt

@@ -1,9 +1,11 @@
 // mm, bmm, addmm and baddbmm on the CPU. float32/float64 go to OpenBLAS (strided operands are passed without a
 // copy when one of their strides is 1); float16, bfloat16 and fp8 are widened to float32, multiplied with sgemm
 // (f32 accumulation) and rounded once; integers use an int64-accumulating loop. Everything accumulates into a
-// contiguous buffer of the accumulate type that is then copied (and rounded) into the output.
+// contiguous buffer of the accumulate type that is then copied (and rounded) into the output. scaled_mm, the
+// float8 GEMM with scales, is the CPU reference of its CUDA kernel (Note [Scaled mm]).
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -251,6 +253,80 @@ void linear_kernel(OpCall& c, DispatchKeySet) {
   }
 }
 
+// Output `i` of the call: `value` itself (a new tensor of the result's dtype), or, for an out= call, `value`
+// written into the caller's tensor, which must have the result's shape and dtype.
+void set_output(OpCall& c, int i, const Tensor& value, ScalarType dtype) {
+  Tensor& out = c.out[static_cast<size_t>(i)];
+  if (!out.defined()) {
+    out = value.dtype() == dtype ? value : host::converted(value, dtype, c);
+    return;
+  }
+  MIXT_CHECK_OP(out.sizes() == value.sizes() && out.dtype() == dtype, c, "output {} is {} but the result is {}{}", i,
+                out.describe(), dtype, value.sizes());
+  host::copy_into(out, value, c);
+}
+
+// max(a, b) that keeps a NaN from either side.
+float nan_max(float a, float b) { return std::isnan(a) || a >= b ? a : b; }
+
+// Note [Scaled mm]: the float8 GEMM's CPU reference. Both operands are widened to
+// float32 (exact), multiplied through sgemm with float32 accumulation, and each
+// element then goes through the epilogue in float32:
+//   v = acc * (scale_a * scale_b) + bias            (scales per tensor, or scale_a[i] * scale_b[j])
+//   float8 results: amax = max |v| (NaN if any v is NaN), then v * scale_result saturated to the
+//   format's finite range (+-448, +-57344; NaN stays NaN) before the one rounding to out_dtype.
+// use_fast_accum changes nothing here (the accumulation is float32 anyway).
+void scaled_mm_kernel(OpCall& c, DispatchKeySet) {
+  const ScaledMmPlan p = plan_scaled_mm(c);
+  MIXT_CHECK_OP(p.a.is_cpu(), c, "expected CPU tensors, but the operands are on {}", p.a.device());
+  Tensor acc = make_empty(p.out_shape, kFloat32, p.a.device());
+  float* r = static_cast<float*>(acc.data_ptr());
+  if (acc.numel() > 0 && p.k > 0) {
+    MatmulPlan g;  // the product as mm plans it: [m, k] @ [k, n] in float32, one matrix
+    g.n = p.m;
+    g.k = p.k;
+    g.m = p.n;
+    blas_product<float>(c, g, host::converted(p.a, kFloat32, c), host::converted(p.b, kFloat32, c), r, 1.0f, 0.0f);
+  } else if (acc.numel() > 0) {
+    std::memset(r, 0, static_cast<size_t>(acc.nbytes()));  // k = 0: an empty sum
+  }
+  const Tensor sa = host::contiguous(p.scale_a, c), sb = host::contiguous(p.scale_b, c);
+  const float* scale_a = static_cast<const float*>(sa.data_ptr());
+  const float* scale_b = static_cast<const float*>(sb.data_ptr());
+  const Tensor bias = p.bias.defined() ? host::contiguous(host::converted(p.bias, kFloat32, c), c) : Tensor();
+  const float* b = bias.defined() ? static_cast<const float*>(bias.data_ptr()) : nullptr;
+  const float scale_result =
+      p.scale_result.defined() ? static_cast<const float*>(host::contiguous(p.scale_result, c).data_ptr())[0] : 1.0f;
+  const float limit = p.out_dtype == kFloat8_e5m2 ? 57344.0f : 448.0f;
+  std::vector<float> row_amax(static_cast<size_t>(p.m), 0.0f);
+  const int64_t m = p.m, n = p.n;
+  parallel_for(m, std::max<int64_t>(1, kWorkGrain / std::max<int64_t>(1, n)), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      float* row = r + i * n;
+      float amax = 0.0f;
+      for (int64_t j = 0; j < n; ++j) {
+        float v = row[j] * (p.rowwise ? scale_a[i] * scale_b[j] : scale_a[0] * scale_b[0]);
+        if (b) v += b[j];
+        if (p.float8_out) {
+          amax = nan_max(amax, std::abs(v));
+          v *= scale_result;
+          v = v > limit ? limit : v < -limit ? -limit : v;  // comparisons with NaN are false: NaN stays
+        }
+        row[j] = v;
+      }
+      row_amax[static_cast<size_t>(i)] = amax;
+    }
+  });
+  set_output(c, 0, acc, p.out_dtype);  // the one rounding to out_dtype
+  if (p.float8_out) {
+    Tensor amax = make_empty({}, kFloat32, p.a.device());
+    float all = 0.0f;
+    for (float x : row_amax) all = nan_max(all, x);
+    *static_cast<float*>(amax.data_ptr()) = all;
+    set_output(c, 1, amax, kFloat32);
+  }
+}
+
 void mm_kernel(OpCall& c, DispatchKeySet) { product_kernel(c, false, false); }
 void bmm_kernel(OpCall& c, DispatchKeySet) { product_kernel(c, true, false); }
 void addmm_kernel(OpCall& c, DispatchKeySet) { product_kernel(c, false, true); }
@@ -267,6 +343,7 @@ void register_matmul_kernels() {
   register_kernel(OpId::addmm, DispatchKey::CPU, addmm_kernel);
   register_kernel(OpId::baddbmm, DispatchKey::CPU, baddbmm_kernel);
   register_kernel(OpId::linear, DispatchKey::CPU, linear_kernel);
+  register_kernel(OpId::scaled_mm, DispatchKey::CPU, scaled_mm_kernel);
 }
 
 }  // namespace mixt::cpu

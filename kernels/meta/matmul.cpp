@@ -1,4 +1,4 @@
-// Meta rules of mm, bmm, addmm and baddbmm: the plan every backend's kernel makes.
+// Meta rules of mm, bmm, addmm, baddbmm and scaled_mm: the plan every backend's kernel makes.
 #include <mixt/kernels/common/matmul_plan.h>
 #include <mixt/kernels/meta/rules.h>
 
@@ -14,5 +14,11 @@ void mm(const OpCall& c, OutputMeta* out) { planned(c, false, false, out); }
 void bmm(const OpCall& c, OutputMeta* out) { planned(c, true, false, out); }
 void addmm(const OpCall& c, OutputMeta* out) { planned(c, false, true, out); }
 void baddbmm(const OpCall& c, OutputMeta* out) { planned(c, true, true, out); }
+
+void scaled_mm(const OpCall& c, OutputMeta* out) {
+  const ScaledMmPlan p = plan_scaled_mm(c);
+  out[0] = {p.out_shape, p.out_dtype};
+  out[1] = {{}, p.float8_out ? kFloat32 : ScalarType::Undefined};  // amax: float8 results only
+}
 
 }  // namespace mixt::meta

@@ -65,6 +65,7 @@ void mm(const OpCall&, OutputMeta*);
 void bmm(const OpCall&, OutputMeta*);
 void addmm(const OpCall&, OutputMeta*);
 void baddbmm(const OpCall&, OutputMeta*);
+void scaled_mm(const OpCall&, OutputMeta*);  // the result in out_dtype; amax (float32) for float8 results
 
 // ---- neural-network ops (kernels/meta/nn.cpp) ----
 void softmax(const OpCall&, OutputMeta*);  // softmax, log_softmax

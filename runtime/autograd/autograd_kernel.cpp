@@ -28,6 +28,13 @@ std::vector<Tensor> raise_undeclared_derivative(const BackwardContext& ctx, cons
 }
 const Derivative kUndeclaredDerivative{.fn = raise_undeclared_derivative};
 
+std::vector<Tensor> raise_not_differentiable(const BackwardContext& ctx, const std::vector<Tensor>&) {
+  MIXT_FAIL(std::string(op_name(ctx.op())),
+            "is not differentiable, so gradients cannot flow back through it: detach its inputs, or compute "
+            "the gradients another way");
+}
+const Derivative kNotDifferentiable{.fn = raise_not_differentiable};
+
 bool returns_an_input(const OpCall& c, const Tensor& out) {
   for (int i = 0; i < c.n_in; ++i)
     if (c.in[i].defined() && c.in[i].impl() == out.impl()) return true;
@@ -50,7 +57,9 @@ void autograd_kernel(OpCall& c, DispatchKeySet keys) {
     return;
   }
   const Derivative* d = derivative_for(c.op);
-  if (d == nullptr) {
+  if (e.has(op_flags::BackwardRaises)) {
+    d = &kNotDifferentiable;  // built-in ops recorded only so that backward raises (scaled_mm)
+  } else if (d == nullptr) {
     // Note [Custom ops without a derivative]: the graph records the op, and backward
     // through it raises naming it, instead of the gradient silently stopping here.
     MIXT_CHECK_OP(e.has(op_flags::Custom), c, "is differentiable but has no backward formula (register_derivative)");
@@ -89,13 +98,14 @@ void autograd_kernel(OpCall& c, DispatchKeySet keys) {
   }
 }
 
-// Built-in ops: differentiable ones record, the others skip autograd. Every custom op
-// records (the fallback) unless it is declared not differentiable.
+// Built-in ops: differentiable ones record, and so do BackwardRaises ones (their backward
+// raises); the others skip autograd. Every custom op records (the fallback) unless it is
+// declared not differentiable.
 void register_autograd_kernels() {
   for (int i = 0; i < kNumBuiltinOps; ++i) {
     const OpEntry& e = mixt::detail::g_ops[i];  // (op_entry() would wait for this very registration)
     register_kernel(static_cast<OpId>(i), DispatchKey::Autograd,
-                    e.has(op_flags::Diff) ? autograd_kernel : fallthrough_kernel);
+                    e.has(op_flags::Diff | op_flags::BackwardRaises) ? autograd_kernel : fallthrough_kernel);
   }
   register_fallback(DispatchKey::Autograd, autograd_kernel);
 }

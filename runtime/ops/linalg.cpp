@@ -43,4 +43,17 @@ Tensor dot(const Tensor& a, const Tensor& b) { return product(OpId::dot, a, b, S
 Tensor mv(const Tensor& m, const Tensor& v) { return product(OpId::mv, m, v, ScalarType::Undefined); }
 Tensor outer(const Tensor& a, const Tensor& b) { return product(OpId::outer, a, b, ScalarType::Undefined); }
 
+ScaledMmResult scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b,
+                         const ScaledMmOptions& options) {
+  OpCall c(OpId::scaled_mm);
+  for (const Tensor* t : {&a, &b, &scale_a, &scale_b}) c.push(*t);
+  // The optional inputs keep their positions: an absent bias before a scale_result is an undefined slot.
+  if (options.bias.defined() || options.scale_result.defined()) c.push(options.bias);
+  if (options.scale_result.defined()) c.push(options.scale_result);
+  c.attrs.get<attrs::ScaledMm>().use_fast_accum = options.use_fast_accum;
+  c.attrs.dtype = options.out_dtype;
+  dispatch(c);
+  return {std::move(c.out[0]), std::move(c.out[1])};
+}
+
 }  // namespace mixt

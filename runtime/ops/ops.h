@@ -281,6 +281,28 @@ Tensor dot(const Tensor& a, const Tensor& b);
 Tensor mv(const Tensor& m, const Tensor& v);
 Tensor outer(const Tensor& a, const Tensor& b);
 
+// scaled_mm's optional arguments (torch._scaled_mm's keywords).
+struct ScaledMmOptions {
+  // [N]: bfloat16 for bfloat16 results, float16 for float16 results, either for float8; none for float32.
+  Tensor bias = {};
+  // One float32 element, float8 results only: multiplies the result before the float8 store.
+  Tensor scale_result = {};
+  ScalarType out_dtype = ScalarType::Undefined;  // bfloat16, float16, float32 or a float8 (unset: a's dtype)
+  bool use_fast_accum = false;                   // cuBLASLt's fast accumulation (no effect on the CPU)
+};
+// scaled_mm's results: the product, and for float8 results the float32 amax of the result before
+// scale_result and the float8 store (undefined for other results).
+struct ScaledMmResult {
+  Tensor out;
+  Tensor amax;
+};
+// The float8 GEMM of torch._scaled_mm: out = scale_a * scale_b * (a @ b) + bias in float32, rounded once
+// to out_dtype. a [M, K] and b [K, N] are float8_e4m3fn or float8_e5m2 (not both e5m2); the float32
+// scales are per tensor (one element each) or row-wise (scale_a [M, 1], scale_b [1, N]). Float8 results
+// saturate to the format's finite range. Not differentiable. See docs/ops.md.
+ScaledMmResult scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b,
+                         const ScaledMmOptions& options = {});
+
 // ---- type promotion of actual operands ----
 // How an operand counts in type promotion: a wrapped scalar, a zero-dim tensor or a tensor.
 inline OperandKind operand_kind(const Tensor& t) {

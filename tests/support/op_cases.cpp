@@ -496,6 +496,69 @@ void add_reduction_cases(Builder& b) {
       .with([](const Refs& in, ScalarType) { return ref::any(in[0]); }, kExact);
 }
 
+// scaled_mm: the tested dtype is out_dtype; the float8 operands and float32 scales are the same for
+// every dtype (scale_result excepted). The reference's slack covers the float32 arithmetic (the order
+// of sgemm's sums is the kernel's choice); beyond it, the one rounding to out_dtype: half an ulp.
+void add_scaled_mm_cases(Builder& b) {
+  auto f8 = [](ScalarType dt, Shape s, uint32_t seed) { return data(kFloat32, s, -2, 2, seed).to(dt); };
+  auto value = [](double v) { return full({}, v, {.dtype = kFloat32}); };
+  auto limit = [](ScalarType dt) { return dt == kFloat8_e4m3fn ? 448.0 : dt == kFloat8_e5m2 ? 57344.0 : 0.0; };
+  constexpr uint32_t kFloat8Out = dtypes::bit(kFloat8_e4m3fn) | dtypes::bit(kFloat8_e5m2);
+  // Per-tensor scales (a 0-dim and a one-element 1-D tensor), no bias. float8_e5m2 results need an
+  // e5m2 operand: refused here.
+  b.add("scaled_mm/tensorwise", OpId::scaled_mm,
+        dtypes::bit(kBFloat16) | dtypes::bit(kFloat16) | dtypes::bit(kFloat32) | dtypes::bit(kFloat8_e4m3fn), kNoCuda,
+        [=](ScalarType) {
+          return CaseInputs{{f8(kFloat8_e4m3fn, {5, 32}, 40), f8(kFloat8_e4m3fn, {32, 6}, 41), value(0.3),
+                             full({1}, 1.7, {.dtype = kFloat32})}};
+        },
+        [](const std::vector<Tensor>& in, ScalarType dt, Device) {
+          return scaled_mm(in[0], in[1], in[2], in[3], {.out_dtype = dt}).out;
+        })
+      .with([=](const Refs& in, ScalarType dt) { return ref::scaled_mm(in[0], in[1], in[2], in[3], nullptr, 1.0, limit(dt)); },
+            kExact);
+  // Row-wise scales in (0.1, 1), a bias of the result's kind (no bias with float32 results: refused),
+  // scale_result 0.75 for float8 results; an e5m2 operand, so an e5m2 result is allowed.
+  b.add("scaled_mm/rowwise_bias", OpId::scaled_mm, dtypes::bit(kBFloat16) | dtypes::bit(kFloat16) | kFloat8Out, kNoCuda,
+        [=](ScalarType dt) {
+          return CaseInputs{{f8(kFloat8_e5m2, {4, 16}, 42), f8(kFloat8_e4m3fn, {16, 7}, 43),
+                             data(kFloat32, {4, 1}, 0.1, 1, 44), data(kFloat32, {1, 7}, 0.1, 1, 45),
+                             data(dt == kFloat16 ? kFloat16 : kBFloat16, {7}, -1, 1, 46), value(0.75)}};
+        },
+        [](const std::vector<Tensor>& in, ScalarType dt, Device) {
+          return scaled_mm(in[0], in[1], in[2], in[3],
+                           {.bias = in[4], .scale_result = is_float8(dt) ? in[5] : Tensor(), .out_dtype = dt})
+              .out;
+        })
+      .with([=](const Refs& in, ScalarType dt) {
+              return ref::scaled_mm(in[0], in[1], in[2], in[3], &in[4], is_float8(dt) ? in[5].v[0] : 1.0, limit(dt));
+            },
+            kExact);
+  // Float8 results under a scale_result that saturates many of them (|v| up to 2.4 * 4 * 24 before
+  // it), and the amax of the result before scale_result. scale_result is refused for other results.
+  auto saturating = [=](ScalarType dt) {
+    return CaseInputs{{f8(kFloat8_e4m3fn, {6, 24}, 47), f8(kFloat8_e5m2, {24, 5}, 48), value(0.8), value(3.0),
+                       value(dt == kFloat8_e5m2 ? 2048.0 : 16.0)}};
+  };
+  auto saturating_call = [](const std::vector<Tensor>& in, ScalarType dt) {
+    return scaled_mm(in[0], in[1], in[2], in[3], {.scale_result = in[4], .out_dtype = dt});
+  };
+  b.add("scaled_mm/saturating", OpId::scaled_mm, kFloat8Out, kNoCuda, saturating,
+        [=](const std::vector<Tensor>& in, ScalarType dt, Device) { return saturating_call(in, dt).out; })
+      .with([=](const Refs& in, ScalarType dt) {
+              return ref::scaled_mm(in[0], in[1], in[2], in[3], nullptr, in[4].v[0], limit(dt));
+            },
+            kExact);
+  b.add("scaled_mm/amax", OpId::scaled_mm, kFloat8Out, kNoCuda, saturating,
+        [=](const std::vector<Tensor>& in, ScalarType dt, Device) { return saturating_call(in, dt).amax; }, kFloat32Out)
+      .with([=](const Refs& in, ScalarType dt) {
+              ref::Ref amax;
+              ref::scaled_mm(in[0], in[1], in[2], in[3], nullptr, in[4].v[0], limit(dt), &amax);
+              return amax;
+            },
+            kExact);
+}
+
 void add_matmul_cases(Builder& b) {
   // Operands in [-2, 2]: products up to 4. float32 (and the narrow floats, widened to float32)
   // accumulate in float32, float64 in double: a sum of k products loses up to k roundings at the
@@ -539,6 +602,7 @@ void add_matmul_cases(Builder& b) {
   b.add("linear/bias", OpId::linear, N, kNoCuda, three_mats({4, 8}, {5, 8}, {5}),
         [](const std::vector<Tensor>& in, ScalarType, Device) { return fn::linear(in[0], in[1], in[2]); })
       .with([](const Refs& in, ScalarType) { return ref::linear(in[0], in[1], &in[2]); }, {0.5, 9, 34});
+  add_scaled_mm_cases(b);
 }
 
 std::vector<OpCase> build_cases() {
@@ -665,6 +729,8 @@ std::string op_support_markdown() {
     flag(op_flags::Factory, "factory");
     flag(op_flags::Random, "random");
     flag(op_flags::Diff, "differentiable");
+    flag(op_flags::BackwardRaises, "backward raises");
+    flag(op_flags::KeepsDtypes, "never autocast");
     md << "| `" << e.schema.name << "` | " << flags << " | " << short_dtype_list(cpu[i]) << " | "
        << short_dtype_list(cuda[i]) << " |\n";
   }

@@ -542,6 +542,39 @@ Ref outer(const Ref& a, const Ref& b) {
   return zip(reshape(a, {static_cast<int64_t>(a.v.size()), 1}), b, [](double x, double y) { return x * y; });
 }
 
+Ref scaled_mm(const Ref& a, const Ref& b, const Ref& scale_a, const Ref& scale_b, const Ref* bias,
+              double scale_result, double limit, Ref* amax) {
+  const int64_t m = a.sizes[0], k = a.sizes[1], n = b.sizes[1];
+  const double roundings = static_cast<double>(k + 3) * 0x1p-23;
+  Ref r{{m, n}, {}, {}};
+  double big = 0, big_slack = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0, size = 0;
+      for (int64_t q = 0; q < k; ++q) {
+        s += a.v[at(i * k + q)] * b.v[at(q * n + j)];
+        size += std::abs(a.v[at(i * k + q)] * b.v[at(q * n + j)]);
+      }
+      const double scale = (scale_a.v.size() == 1 ? scale_a.v[0] : scale_a.v[at(i)]) *
+                           (scale_b.v.size() == 1 ? scale_b.v[0] : scale_b.v[at(j)]);
+      const double c = bias ? bias->v[at(j)] : 0.0;
+      double v = s * scale + c;
+      double slack = roundings * (size * std::abs(scale) + std::abs(c));
+      if (limit > 0) {
+        if (std::isnan(v) || std::isnan(big)) big = kNan;
+        else big = std::max(big, std::abs(v));
+        big_slack = std::max(big_slack, slack);
+        v *= scale_result;
+        slack *= std::abs(scale_result);
+        if (!std::isnan(v)) v = std::clamp(v, -limit, limit);
+      }
+      r.v.push_back(v);
+      r.slack.push_back(slack);
+    }
+  if (amax) *amax = Ref{{}, {big}, {big_slack}};
+  return r;
+}
+
 // ---- creation ----
 
 Ref full(const Sizes& sizes, double value) { return {sizes, Vec(at(numel_of(sizes)), value)}; }

@@ -148,6 +148,14 @@ Ref addmm(const Ref& bias, const Ref& a, const Ref& b, double beta, double alpha
 // x @ w^T (+ bias).
 Ref linear(const Ref& x, const Ref& w, const Ref* bias = nullptr);
 Ref outer(const Ref& a, const Ref& b);
+// torch._scaled_mm in double: v = (a @ b) * scale_a * scale_b + bias, the scales one value each or
+// one per row of a ([M, 1]) and column of b ([1, N]). A float8 result (`limit` > 0, its largest finite
+// value) is v * scale_result clamped to [-limit, limit] (NaN stays NaN); `amax`, when given, receives
+// max |v| before that (NaN when any v is NaN; 0 for an empty result). Each value's slack is what
+// float32 arithmetic may add (k + 3 roundings at the size of its terms): the order of sgemm's
+// sums is the kernel's choice.
+Ref scaled_mm(const Ref& a, const Ref& b, const Ref& scale_a, const Ref& scale_b, const Ref* bias = nullptr,
+              double scale_result = 1.0, double limit = 0.0, Ref* amax = nullptr);
 
 // ---- creation ----
 Ref full(const Sizes& sizes, double value);
