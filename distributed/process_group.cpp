@@ -78,13 +78,17 @@ void ProcessGroup::copy_back(Tensor& target, const Tensor& buf) {
 }
 
 void PollPause::operator()() {
+  const auto now = std::chrono::steady_clock::now();
   if (next_.count() == 0) {
+    start_ = now;
+    next_ = std::chrono::microseconds(10);
+  }
+  if (now - start_ < std::chrono::milliseconds(2)) {
     std::this_thread::yield();
-    next_ = std::chrono::microseconds(1);
     return;
   }
   std::this_thread::sleep_for(next_);
-  next_ = std::min(next_ * 2, std::chrono::microseconds(500));
+  next_ = std::min(next_ * 2, std::chrono::microseconds(200));
 }
 
 Tensor ProcessGroup::all_gather(const Tensor& input) {

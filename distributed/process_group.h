@@ -121,14 +121,17 @@ class ProcessGroup {
 };
 using ProcessGroupPtr = std::shared_ptr<ProcessGroup>;
 
-// The pause between two polls of an operation in flight: a yield first, then
-// sleeps from 1 us doubling to 500 us, so ranks that wait (more processes than
-// cores, or a host thread waiting on a GPU) leave the cores to the work.
+// The pause between two polls of an operation in flight: yields for the first
+// 2 ms (a short collective finishes at the latency of the transport, and MPI's
+// non-blocking algorithms move only while polled), then sleeps from 10 us doubling
+// to 200 us, so ranks that wait long (more processes than cores, a stuck peer, a
+// host thread waiting on a GPU) leave the cores to the work.
 class PollPause {
  public:
   void operator()();
 
  private:
+  std::chrono::steady_clock::time_point start_{};
   std::chrono::microseconds next_{0};
 };
 
