@@ -67,7 +67,10 @@ class DistributedDataParallel {
 
   // Waits for every bucket's all-reduce and writes the averaged gradients into
   // .grad (launching the buckets backward did not fill). Called by
-  // optimizer_step(); a no-op when nothing was produced since the last call.
+  // optimizer_step(). A collective: every rank calls it at the same point, and
+  // it always all-reduces every bucket (zeros where no gradient was produced),
+  // so a second call with no backward in between costs a full all-reduce and
+  // leaves .grad unchanged (no rank produced anything). Inside no_sync(): nothing.
   void synchronize_gradients();
 
   nn::Module& module() { return *module_; }
