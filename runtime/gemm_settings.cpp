@@ -1,0 +1,26 @@
+// The GEMM settings (gemm_settings.h). The plan cache itself lives with the CUDA GEMM
+// engine; this file keeps the knobs every build has.
+#include <atomic>
+
+#include <mixt/runtime/error.h>
+#include <mixt/runtime/gemm_settings.h>
+
+namespace mixt {
+namespace {
+std::atomic<Float32MatmulPrecision> g_precision{Float32MatmulPrecision::Highest};
+std::atomic<gemm::AlgoSelection> g_selection{gemm::AlgoSelection::Heuristic};
+}  // namespace
+
+void set_float32_matmul_precision(Float32MatmulPrecision p) { g_precision.store(p); }
+Float32MatmulPrecision float32_matmul_precision() { return g_precision.load(); }
+
+namespace gemm {
+void set_algo_selection(AlgoSelection s) { g_selection.store(s); }
+AlgoSelection algo_selection() { return g_selection.load(); }
+// Placeholders until the engine's plan cache lands (kernels/cuda/gemm).
+PlanCacheStats plan_cache_stats() { return {}; }
+void clear_plan_cache() {}
+void save_tuning(const std::string& path) { throw Error("gemm::save_tuning", "no plan cache yet: " + path); }
+void load_tuning(const std::string& path) { throw Error("gemm::load_tuning", "no plan cache yet: " + path); }
+}  // namespace gemm
+}  // namespace mixt

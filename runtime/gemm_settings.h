@@ -1,0 +1,43 @@
+// Process-wide settings of the GEMM engine (mm, bmm, addmm, baddbmm, linear, scaled_mm):
+// float32 matmul precision, how cuBLASLt algorithms are chosen, and the tuning file that
+// lets a later run start tuned. Usable in every build; without CUDA the settings are kept
+// and the plan cache stays empty.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace mixt {
+
+// PyTorch's knob: "highest" keeps float32 GEMMs in float32; "high" allows TF32 on CUDA.
+// ("medium" is accepted and behaves as "high".) The CPU always computes in float32.
+enum class Float32MatmulPrecision : uint8_t { Highest, High, Medium };
+void set_float32_matmul_precision(Float32MatmulPrecision p);
+Float32MatmulPrecision float32_matmul_precision();
+
+namespace gemm {
+
+// Heuristic: cuBLASLt's first choice. Autotune: on a plan's first call, time the
+// heuristic's top candidates on the real operands and keep the fastest.
+enum class AlgoSelection : uint8_t { Heuristic, Autotune };
+void set_algo_selection(AlgoSelection s);
+AlgoSelection algo_selection();
+
+struct PlanCacheStats {
+  int64_t plans = 0;      // plans in the cache
+  int64_t hits = 0;       // calls that found their plan
+  int64_t misses = 0;     // calls that built one
+  int64_t autotuned = 0;  // plans whose algorithm was chosen by timing
+};
+PlanCacheStats plan_cache_stats();
+// Drops every cached plan (the next call of each key builds, and maybe tunes, again).
+void clear_plan_cache();
+
+// Writes the autotuned choices (key -> algorithm) to `path` atomically.
+void save_tuning(const std::string& path);
+// Reads a file written by save_tuning: validated whole before anything is applied (a corrupt
+// or foreign file raises mixt::Error and changes nothing). Entries seed the plan cache.
+void load_tuning(const std::string& path);
+
+}  // namespace gemm
+}  // namespace mixt
