@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 #include "float_types.h"
 
@@ -126,6 +127,8 @@ template <> struct OpMath<BFloat16> { using type = float; };
 template <> struct OpMath<Float8_e4m3fn> { using type = float; };
 template <> struct OpMath<Float8_e5m2> { using type = float; };
 template <class T> using opmath_t = typename OpMath<T>::type;
+// True for the storage types narrower than their arithmetic (float16, bfloat16, float8).
+template <class T> inline constexpr bool is_narrow_float_v = !std::is_same_v<opmath_t<T>, T>;
 
 }  // namespace mixt
 

@@ -6,13 +6,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#include <mixt/runtime/float_types.h>
+#include <mixt/runtime/dtype.h>
 
 namespace mixt {
-
-template <class T>
-inline constexpr bool is_narrow_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> ||
-                                          std::is_same_v<T, Float8_e4m3fn> || std::is_same_v<T, Float8_e5m2>;
 
 MIXT_HD inline int64_t saturate_to_int64(double v) {
   if (!(v == v)) return 0;

@@ -63,4 +63,12 @@ StridedLayout make_strided_layout(const Shape& out_sizes, std::span<const Operan
   return L;
 }
 
+bool is_dense(const StridedLayout& L, std::span<const OperandGeometry> operands, const bool* ignore) {
+  if (L.numel <= 1) return true;
+  if (L.ndim != 1) return false;
+  for (size_t k = 0; k < operands.size(); ++k)
+    if (!(ignore && ignore[k]) && L.strides[k][0] != operands[k].element_size) return false;
+  return true;
+}
+
 }  // namespace mixt

@@ -1,6 +1,7 @@
 // StridedLayout: the iteration space of an elementwise op over an output and its
 // (broadcast) inputs, with dims reordered to memory order and coalesced. Host
-// code shared by the CPU loops and the CUDA launchers. Dim 0 is the fastest.
+// code shared by the CPU loops and the CUDA launchers (the struct itself is also read by
+// device code: kernels/common/layout_index.h). Dim 0 is the fastest.
 #pragma once
 
 #include <cstdint>
@@ -29,5 +30,9 @@ struct StridedLayout {
 
 // Layout for `operands` (operand 0 is the output; the others broadcast to it).
 StridedLayout make_strided_layout(const Shape& out_sizes, std::span<const OperandGeometry> operands);
+
+// True when `L` is one dense run: element i of every operand of `operands` sits at
+// i * its element size (operands with `ignore[k]` set, such as scalars, do not count).
+bool is_dense(const StridedLayout& L, std::span<const OperandGeometry> operands, const bool* ignore = nullptr);
 
 }  // namespace mixt

@@ -34,7 +34,7 @@ void binary_kernel(OpCall& c, DispatchKeySet) {
     }
     a.layout = make_launch_layout(out.sizes(), geom, scalar);
     a.out = out.data_ptr();
-    a.dtype = to_dt(e.compute);
+    a.dtype = e.compute;
     a.op = op;
     a.alpha = alpha.to_double();
     DeviceGuard guard(e.device.index(), op_name(c.op).data());

@@ -1,31 +1,20 @@
 // Device kernels of add and mul over the floating dtypes, computed in opmath
-// (float for the narrow floats) and rounded once on store.
+// (float for the narrow floats) and rounded once on store. The functors are the
+// CPU's (kernels/common/functors.h); device code is compiled with --fmad=false, so
+// a + alpha * b rounds twice on both backends (Note [FMA policy]).
 #include <mixt/kernels/common/functors.h>
 #include <mixt/kernels/cuda/convert.cuh>
 #include <mixt/kernels/cuda/launch.h>
 #include <mixt/kernels/cuda/loops.cuh>
+#include <mixt/runtime/dtype_visit.h>
 
 namespace mixt::cuda {
 namespace {
 
-// Products and sums that nvcc may not fuse into an fma: the CPU rounds a + alpha*b
-// twice, so the device must too for bit-identical results.
-__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
-__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
-__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
-__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
-
-// functors::Add without fma contraction: a + alpha * b, each step rounded.
-template <class M>
-struct AddRn {
-  M alpha;
-  __device__ __forceinline__ M operator()(M a, M b) const { return add_rn(a, mul_rn(alpha, b)); }
-};
-
 // One input operand: a tensor element or a scalar already in opmath.
 template <class T>
 struct Operand {
-  using M = device_opmath_t<T>;
+  using M = opmath_t<T>;
   const char* ptr;
   M value;
   bool scalar;
@@ -45,10 +34,10 @@ __global__ void binary_contiguous_kernel(int64_t n, T* out, Operand<T> a, Operan
 
 // out = op(a, b) over any strides and broadcasts.
 template <class T, class Op>
-__global__ void binary_strided_kernel(Layout L, char* out, Operand<T> a, Operand<T> b, Op op) {
+__global__ void binary_strided_kernel(StridedLayout L, char* out, Operand<T> a, Operand<T> b, Op op) {
   for (int64_t i = grid_start(); i < L.numel; i += grid_step()) {
     int64_t off[3];
-    layout_offsets(L, i, off);
+    element_offsets(L, i, off);
     *reinterpret_cast<T*>(out + off[0]) = fp_convert<T>(op(a.at(off[1]), b.at(off[2])));
   }
 }
@@ -56,14 +45,14 @@ __global__ void binary_strided_kernel(Layout L, char* out, Operand<T> a, Operand
 // Launches op over storage type T.
 template <class T, class Op>
 cudaError_t launch_typed(const BinaryArgs& args, Op op, cudaStream_t stream) {
-  using M = device_opmath_t<T>;
-  const Layout& L = args.layout;
+  using M = opmath_t<T>;
+  const StridedLayout& L = args.layout.layout;
   if (L.numel == 0) return cudaSuccess;
   Operand<T> in[2];
   for (int k = 0; k < 2; ++k)
     in[k] = Operand<T>{static_cast<const char*>(args.in[k]), static_cast<M>(args.scalar[k]), args.is_scalar[k]};
   const unsigned blocks = blocks_for(L.numel);
-  if (L.contiguous) {
+  if (args.layout.contiguous) {
     binary_contiguous_kernel<T, Op><<<blocks, kBlockThreads, 0, stream>>>(
         L.numel, static_cast<T*>(args.out), in[0], in[1], op);
   } else {
@@ -76,23 +65,17 @@ cudaError_t launch_typed(const BinaryArgs& args, Op op, cudaStream_t stream) {
 // Picks the functor for storage type T.
 template <class T>
 cudaError_t launch_op(const BinaryArgs& args, cudaStream_t stream) {
-  using M = device_opmath_t<T>;
-  if (args.op == BinaryOp::Add) return launch_typed<T>(args, AddRn<M>{static_cast<M>(args.alpha)}, stream);
+  using M = opmath_t<T>;
+  if (args.op == BinaryOp::Add) return launch_typed<T>(args, functors::Add<M>{static_cast<M>(args.alpha)}, stream);
   return launch_typed<T>(args, functors::Mul<M>{}, stream);
 }
 
 }  // namespace
 
 cudaError_t launch_binary(const BinaryArgs& args, cudaStream_t stream) {
-  switch (args.dtype) {
-    case Dt::Float16: return launch_op<Half>(args, stream);
-    case Dt::BFloat16: return launch_op<BFloat16>(args, stream);
-    case Dt::Float32: return launch_op<float>(args, stream);
-    case Dt::Float64: return launch_op<double>(args, stream);
-    case Dt::Float8_e4m3fn: return launch_op<Float8_e4m3fn>(args, stream);
-    case Dt::Float8_e5m2: return launch_op<Float8_e5m2>(args, stream);
-    default: return cudaErrorInvalidValue;  // refused by the host code
-  }
+  return visit_dtype<dtypes::kFloating>(args.dtype, "add", [&](auto tag) {
+    return launch_op<typename decltype(tag)::type>(args, stream);
+  });
 }
 
 }  // namespace mixt::cuda

@@ -18,17 +18,9 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
-#include <mixt/runtime/float_types.h>
+#include <mixt/runtime/dtype.h>
 
 namespace mixt::cuda {
-
-template <class T>
-inline constexpr bool is_narrow_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> ||
-                                    std::is_same_v<T, Float8_e4m3fn> || std::is_same_v<T, Float8_e5m2>;
-
-// The arithmetic type of storage type T: float for the narrow floats.
-template <class T>
-using device_opmath_t = std::conditional_t<is_narrow_v<T>, float, T>;
 
 // Rounds a float to narrow type To.
 template <class To>
@@ -55,9 +47,9 @@ template <class To, class From>
 MIXT_HD __forceinline__ To fp_convert(From v) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
-  } else if constexpr (is_narrow_v<From>) {
+  } else if constexpr (is_narrow_float_v<From>) {
     return fp_convert<To>(static_cast<float>(v));  // exact widening
-  } else if constexpr (is_narrow_v<To>) {
+  } else if constexpr (is_narrow_float_v<To>) {
     return narrow_from_float<To>(static_cast<float>(v));
   } else {
     return static_cast<To>(v);  // float <-> double, round to nearest even

@@ -8,6 +8,7 @@
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/host_copy.h>
+#include <mixt/kernels/cuda/device_error.h>
 #include <mixt/kernels/cuda/host.h>
 #include <mixt/kernels/cuda/register.h>
 #include <mixt/kernels/cuda/stream.h>
@@ -47,7 +48,7 @@ bool overlaps_differently(const Tensor& a, const Tensor& b) {
 }
 
 // True when the device kernel converts `from` to `to`.
-bool device_converts(ScalarType from, ScalarType to) { return cast_supported(to_dt(from), to_dt(to)); }
+bool device_converts(ScalarType from, ScalarType to) { return cast_supported(from, to); }
 
 // dst = src with both on one CUDA device (src broadcast to dst; dst has no internal overlap).
 void device_copy(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
@@ -73,8 +74,8 @@ void device_copy(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
   a.layout = make_launch_layout(dst.sizes(), geom);
   a.dst = dst.data_ptr();
   a.src = src.data_ptr();
-  a.dst_dtype = to_dt(dst.dtype());
-  a.src_dtype = to_dt(src.dtype());
+  a.dst_dtype = dst.dtype();
+  a.src_dtype = src.dtype();
   check(launch_cast(a, stream), "copy_");
 }
 
@@ -121,6 +122,7 @@ void download(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
                         cudaMemcpyDeviceToHost, stream),
         "copy_");
   check(cudaStreamSynchronize(stream), "copy_");  // the data is on the host when copy_ returns
+  raise_device_error(src.device().index(), "copy_");  // Note [Device-side errors]
   if (!direct) host::copy_into(dst, on_host, c);  // broadcast, strides, any remaining conversion
 }
 

@@ -7,17 +7,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include <mixt/kernels/cuda/device_error.h>
 #include <mixt/kernels/cuda/host.h>
 #include <mixt/runtime/check.h>
 #include <mixt/runtime/cuda.h>
 
 namespace mixt::cuda {
 namespace {
-
-#define MIXT_CHECK_DT(e, cpp, n, c, a) \
-  static_assert(static_cast<int>(to_dt(ScalarType::e)) == static_cast<int>(Dt::e), "Dt must mirror ScalarType");
-MIXT_FORALL_DTYPES(MIXT_CHECK_DT)
-#undef MIXT_CHECK_DT
 
 struct Discovery {
   int count = 0;
@@ -57,6 +53,9 @@ std::string unavailable_reason() { return discovery().reason; }
 void synchronize() {
   if (!is_available()) return;
   check(cudaDeviceSynchronize(), "cuda::synchronize");
+  int current = 0;
+  check(cudaGetDevice(&current), "cuda::synchronize");
+  raise_device_error(current, "cuda::synchronize");
 }
 
 void check(cudaError_t err, const char* op) {
@@ -79,22 +78,11 @@ DeviceGuard::~DeviceGuard() {
   if (previous_ >= 0) cudaSetDevice(previous_);
 }
 
-Layout make_launch_layout(const Shape& out_sizes, std::span<const OperandGeometry> operands,
-                          const bool* ignore_for_contiguity) {
-  const StridedLayout S = make_strided_layout(out_sizes, operands);
-  Layout L;
-  L.ndim = S.ndim;
-  L.noperands = S.noperands;
-  L.numel = S.numel;
-  for (int d = 0; d < S.ndim; ++d) {
-    L.sizes[d] = S.sizes[d];
-    for (int op = 0; op < S.noperands && op < kLaunchMaxOperands; ++op) L.strides[op][d] = S.strides[op][d];
-  }
-  // One dense run: element i of every tensor operand sits at i * element_size.
-  bool dense = S.ndim == 1 || S.numel <= 1;
-  for (int op = 0; op < S.noperands && dense && S.numel > 1; ++op)
-    if (!(ignore_for_contiguity && ignore_for_contiguity[op])) dense = S.strides[op][0] == operands[op].element_size;
-  L.contiguous = dense;
+LaunchLayout make_launch_layout(const Shape& out_sizes, std::span<const OperandGeometry> operands,
+                                const bool* ignore_for_contiguity) {
+  LaunchLayout L;
+  L.layout = make_strided_layout(out_sizes, operands);
+  L.contiguous = is_dense(L.layout, operands, ignore_for_contiguity);
   return L;
 }
 

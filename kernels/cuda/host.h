@@ -29,12 +29,9 @@ class DeviceGuard {
   int previous_ = -1;
 };
 
-// The launch code of `t`.
-constexpr Dt to_dt(ScalarType t) { return static_cast<Dt>(static_cast<int8_t>(t)); }
-
 // The launch layout of `operands` (operand 0 the output) over `out_sizes`; operands
 // with `ignore_for_contiguity[i]` set (scalars) do not affect the dense fast path.
-Layout make_launch_layout(const Shape& out_sizes, std::span<const OperandGeometry> operands,
+LaunchLayout make_launch_layout(const Shape& out_sizes, std::span<const OperandGeometry> operands,
                           const bool* ignore_for_contiguity = nullptr);
 
 // The CUDA allocator: the stream-ordered caching allocator of allocator.cpp.

@@ -4,6 +4,7 @@
 // stream while the caching allocator still holds blocks keyed by it.
 #include <algorithm>
 
+#include <mixt/kernels/cuda/device_error.h>
 #include <mixt/kernels/cuda/host.h>
 #include <mixt/kernels/cuda/stream.h>
 #include <mixt/runtime/check.h>
@@ -32,6 +33,7 @@ bool Stream::query() const {
 void Stream::synchronize() const {
   DeviceGuard guard(device_, "Stream::synchronize");
   check(cudaStreamSynchronize(native(*this)), "Stream::synchronize");
+  raise_device_error(device_, "Stream::synchronize");
 }
 
 int Stream::priority() const {
@@ -92,6 +94,7 @@ void Event::synchronize() const {
   if (!handle_) return;
   DeviceGuard guard(device_, "Event::synchronize");
   check(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)), "Event::synchronize");
+  raise_device_error(device_, "Event::synchronize");
 }
 
 float Event::elapsed_ms(const Event& end) const {

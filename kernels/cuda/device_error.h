@@ -1,0 +1,48 @@
+// Note [Device-side errors]: preconditions that the CPU checks by looking at the data
+// (integer division by zero, an index out of bounds in gather/scatter/index_select/
+// embedding, a probability outside [0, 1]) cannot be checked on CUDA without a
+// device-to-host sync per op. Instead a kernel that meets such a value records an error
+// code in its device's error word (the first code wins) and carries on with a harmless
+// value; the host raises mixt::Error at the next point where it waits for the device
+// anyway: cuda::synchronize(), Stream/Event::synchronize and every device-to-host copy
+// (so item(), to(cpu) and printing raise it). The word lives in mapped, page-locked host
+// memory, so reading it costs no transfer. Shared by .cu and .cpp files (no fmt).
+#pragma once
+
+#include <cstdint>
+
+namespace mixt::cuda {
+
+enum class DeviceError : uint32_t {
+  None = 0,
+  IntegerDivisionByZero = 1,
+  IndexOutOfBounds = 2,
+  InvalidProbability = 3,
+};
+
+// What `e` means, for the error message.
+constexpr const char* device_error_text(DeviceError e) {
+  switch (e) {
+    case DeviceError::None: return "no error";
+    case DeviceError::IntegerDivisionByZero: return "integer division by zero";
+    case DeviceError::IndexOutOfBounds: return "index out of bounds";
+    case DeviceError::InvalidProbability: return "a probability outside [0, 1]";
+  }
+  return "an unknown device error";
+}
+
+#ifdef __CUDACC__
+// Records `e` in the error word unless an earlier error is there (device code).
+__device__ __forceinline__ void report_device_error(uint32_t* word, DeviceError e) {
+  atomicCAS(word, 0u, static_cast<uint32_t>(e));
+}
+#endif
+
+// Host side (device_error.cpp):
+// The device pointer of device `index`'s error word (created on first use).
+uint32_t* device_error_word(int index);
+// Raises mixt::Error(`where`, ...) and clears the word when a kernel of device `index`
+// has reported an error. Call only after waiting for the device's work.
+void raise_device_error(int index, const char* where);
+
+}  // namespace mixt::cuda
