@@ -14,6 +14,7 @@
 #include <mixt/runtime/cuda.h>
 #include <mixt/runtime/cuda_memory.h>
 #include <mixt/runtime/cuda_stream.h>
+#include <mixt/runtime/determinism.h>
 #include <mixt/runtime/gemm_settings.h>
 #include <mixt/runtime/device.h>
 #include <mixt/runtime/dtype.h>

@@ -1,7 +1,8 @@
-// The GEMM settings (gemm_settings.h). The plan cache itself lives with the CUDA GEMM
-// engine; this file keeps the knobs every build has.
+// The GEMM settings (gemm_settings.h) and the determinism switch (determinism.h). The plan
+// cache itself lives with the CUDA GEMM engine; this file keeps the knobs every build has.
 #include <atomic>
 
+#include <mixt/runtime/determinism.h>
 #include <mixt/runtime/error.h>
 #include <mixt/runtime/gemm_settings.h>
 
@@ -9,7 +10,11 @@ namespace mixt {
 namespace {
 std::atomic<Float32MatmulPrecision> g_precision{Float32MatmulPrecision::Highest};
 std::atomic<gemm::AlgoSelection> g_selection{gemm::AlgoSelection::Heuristic};
+std::atomic<bool> g_deterministic{false};
 }  // namespace
+
+void set_deterministic(bool on) { g_deterministic.store(on); }
+bool is_deterministic() { return g_deterministic.load(); }
 
 void set_float32_matmul_precision(Float32MatmulPrecision p) { g_precision.store(p); }
 Float32MatmulPrecision float32_matmul_precision() { return g_precision.load(); }

@@ -6,6 +6,8 @@
 #include <mixt/autocast/explain.h>
 #include <mixt/mixt.h>
 
+#include "example_support.h"  // MIXT_EXAMPLE_DEVICE: the GPU check runs this example on CUDA
+
 using namespace mixt;
 namespace F = mixt::nn::functional;
 

@@ -22,9 +22,10 @@ namespace F = mixt::nn::functional;
 
 inline constexpr const char* kDefaultText = "/usr/share/common-licenses/GPL-3";
 
-// The model's size and the batch shape.
+// The model's size, the batch shape, and the device the batches go to (the model's).
 struct ModelSize {
   int64_t context = 64, batch = 16, dim = 128, heads = 4, layers = 2;
+  Device device = Device::cpu();
 };
 
 // The model: token and position embeddings, pre-norm transformer blocks, a head.
@@ -44,7 +45,7 @@ class CharLM : public nn::Module {
   // ids [B, T] (int64) -> logits [B, T, vocab]
   Tensor forward(const Tensor& ids) override {
     const int64_t t = ids.size(1);
-    Tensor x = add(tok_->forward(ids), pos_->forward(arange(t)));
+    Tensor x = add(tok_->forward(ids), pos_->forward(arange(t, {.dtype = kInt64, .device = ids.device()})));
     for (auto& b : blocks_) x = b->forward(x);
     return head_->forward(norm_->forward(x));
   }
@@ -104,7 +105,7 @@ inline std::pair<Tensor, Tensor> batch(const Corpus& c, const ModelSize& cfg, st
     x.insert(x.end(), c.ids.begin() + static_cast<long>(s), c.ids.begin() + static_cast<long>(s) + cfg.context);
     y.insert(y.end(), c.ids.begin() + static_cast<long>(s) + 1, c.ids.begin() + static_cast<long>(s) + cfg.context + 1);
   }
-  return {from_vector(x, {cfg.batch, cfg.context}), from_vector(y, {cfg.batch, cfg.context})};
+  return {from_vector(x, {cfg.batch, cfg.context}).to(cfg.device), from_vector(y, {cfg.batch, cfg.context}).to(cfg.device)};
 }
 
 // Loss on windows of the held-out text (no graph).
@@ -137,7 +138,7 @@ inline std::string sample(CharLM& model, const Corpus& c, const ModelSize& cfg, 
   for (int step = 0; step < length; ++step) {
     const size_t from = ids.size() > static_cast<size_t>(cfg.context) ? ids.size() - cfg.context : 0;
     std::vector<int64_t> window(ids.begin() + static_cast<long>(from), ids.end());
-    Tensor logits = model.forward(from_vector(window, {1, static_cast<int64_t>(window.size())}));
+    Tensor logits = model.forward(from_vector(window, {1, static_cast<int64_t>(window.size())}).to(cfg.device));
     Tensor last = logits.select(1, -1).select(0, 0);
     const std::vector<double> p = F::softmax(div(last, 0.8), 0).to_vector<double>();  // temperature 0.8
     double r = u(rng), acc = 0;

@@ -3,6 +3,8 @@
 
 #include <mixt/mixt.h>
 
+#include "example_support.h"  // MIXT_EXAMPLE_DEVICE: the GPU check runs this example on CUDA
+
 using namespace mixt;
 
 int main() {

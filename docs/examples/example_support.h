@@ -65,4 +65,14 @@ inline void require(bool ok, const std::string& what) {
   std::exit(1);
 }
 
+// MIXT_EXAMPLE_DEVICE=cuda (tests/gpu/run.sh sets it) makes cuda:0 the default device of
+// the main thread's factories before main() starts, so the examples run on the GPU
+// unchanged. Unset: the CPU, as written.
+inline const bool kDeviceFromEnvironment = [] {
+  const char* name = std::getenv("MIXT_EXAMPLE_DEVICE");
+  if (!name || std::strcmp(name, "cuda") != 0) return false;
+  static mixt::DefaultDeviceGuard guard(mixt::Device::cuda(0));  // for the whole run
+  return true;
+}();
+
 }  // namespace example

@@ -1,9 +1,14 @@
 // The training demo: a small character-level transformer language model
-// trained on real text on the CPU, with a progress line, a checkpoint that is
-// written and resumed, and a sample of generated text at the end.
+// trained on real text (on the GPU when one is present, else on the CPU), with a
+// progress line, a checkpoint that is written and resumed, and a sample of generated
+// text at the end.
 //
 //   train_charlm [text file] [--steps N] [--seconds S] [--precision bf16|fp16|f32]
-//                [--checkpoint PATH]
+//                [--checkpoint PATH] [--device auto|cpu|cuda] [--deterministic]
+//                [--save-params PATH]
+// --device auto (the default) picks cuda:0 when CUDA is available. --deterministic
+// calls set_deterministic(true); --save-params writes the trained parameters
+// (safetensors) so two runs can be compared bit for bit.
 // Default text: /usr/share/common-licenses/GPL-3 (the last 10% is held out);
 // default: 1200 steps under bfloat16 autocast, stopping early at 100 seconds.
 // fp16 trains under float16 autocast with the dynamic grad scaler. The checkpoint
@@ -44,6 +49,9 @@ struct Config : charlm::ModelSize {
   double lr = 3e-3;
   std::string precision = "bf16";  // bf16 (default), fp16 (with the grad scaler) or f32
   std::string checkpoint;          // "" : a file in a fresh temporary directory
+  std::string device_name = "auto";
+  bool deterministic = false;
+  std::string save_params;         // "" : not written
 
   bool autocast() const { return precision != "f32"; }
   ScalarType low_dtype() const { return precision == "fp16" ? kFloat16 : kBFloat16; }
@@ -56,6 +64,9 @@ Config parse(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) c.seconds = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--precision") && i + 1 < argc) c.precision = argv[++i];
     else if (!std::strcmp(argv[i], "--checkpoint") && i + 1 < argc) c.checkpoint = argv[++i];
+    else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) c.device_name = argv[++i];
+    else if (!std::strcmp(argv[i], "--deterministic")) c.deterministic = true;
+    else if (!std::strcmp(argv[i], "--save-params") && i + 1 < argc) c.save_params = argv[++i];
     else c.path = argv[i];
   }
   return c;
@@ -71,7 +82,8 @@ struct Run {
 
 Run make_run(int64_t vocab, const Config& c, int64_t planned_steps) {
   Run r;
-  r.model = std::make_unique<CharLM>(vocab, c);
+  r.model = std::make_unique<CharLM>(vocab, c);  // initialised on the CPU (the same weights everywhere)
+  r.model->to(c.device);
   r.opt = std::make_unique<optim::AdamW>(r.model->parameters(), optim::AdamWOptions{.lr = c.lr, .weight_decay = 0.01});
   r.schedule = std::make_unique<optim::WarmupCosine>(*r.opt, std::min<int64_t>(50, planned_steps / 10 + 1),
                                                      planned_steps, 0.1);
@@ -79,10 +91,26 @@ Run make_run(int64_t vocab, const Config& c, int64_t planned_steps) {
   return r;
 }
 
+// The device of --device: auto is cuda:0 when CUDA is available.
+Device pick_device(const std::string& name) {
+  if (name == "cpu") return Device::cpu();
+  if (name == "cuda") return Device::cuda(0);
+  if (name != "auto") throw Error("train_charlm", "--device must be auto, cpu or cuda, not " + name);
+  return cuda::is_available() ? Device::cuda(0) : Device::cpu();
+}
+
+// Bytes in use on `device`, for the progress line.
+double megabytes_in_use(Device device) {
+  const int64_t bytes = device.is_cuda() ? cuda::memory_stats(device).allocated_bytes : cpu_memory_stats().allocated_bytes;
+  return static_cast<double>(bytes) / 1e6;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Config cfg = parse(argc, argv);
+  Config cfg = parse(argc, argv);
+  cfg.device = pick_device(cfg.device_name);
+  set_deterministic(cfg.deterministic);
   const Corpus corpus = charlm::load(cfg.path);
   std::printf("text: %s, %zu characters (last %zu held out), vocabulary %zu, unigram entropy %.3f nats/char\n",
               cfg.path.c_str(), corpus.ids.size(), corpus.ids.size() - corpus.train_end, corpus.chars.size(),
@@ -99,6 +127,7 @@ int main(int argc, char** argv) {
               cfg.precision == "fp16"   ? "float16 autocast + grad scaler"
               : cfg.precision == "f32" ? "float32"
                                        : "bfloat16 autocast");
+  std::printf("device: %s%s\n", cfg.device.str().c_str(), cfg.deterministic ? " (deterministic)" : "");
 
   const double initial_held_out = charlm::evaluate(*run.model, corpus, cfg);
   std::mt19937_64 rng(42);
@@ -115,7 +144,7 @@ int main(int argc, char** argv) {
     Tensor loss;
     {
       // Autocast: the matmuls run in the low dtype, cross_entropy in float32 (PyTorch's CPU lists).
-      autocast::Guard ac({.device = DeviceType::CPU, .dtype = cfg.low_dtype(), .enabled = cfg.autocast()});
+      autocast::Guard ac({.device = cfg.device.type(), .dtype = cfg.low_dtype(), .enabled = cfg.autocast()});
       Tensor logits = run.model->forward(x);
       loss = F::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
     }
@@ -130,7 +159,7 @@ int main(int argc, char** argv) {
       const double tok_s = static_cast<double>((step + 1) * cfg.batch * cfg.context) / elapsed();
       std::printf("step %5lld  loss %.3f  %.0f tokens/s  lr %.2e  %.0f s  %.0f MB in use",
                   static_cast<long long>(step), loss_value, tok_s, run.opt->lr(), elapsed(),
-                  static_cast<double>(cpu_memory_stats().allocated_bytes) / 1e6);
+                  megabytes_in_use(cfg.device));
       if (run.scaler->is_enabled())
         std::printf("  scale %.0f  skipped %lld", run.scaler->current_scale(),
                     static_cast<long long>(run.scaler->skipped_steps()));
@@ -167,6 +196,10 @@ int main(int argc, char** argv) {
               static_cast<long long>(step), elapsed(), loss_value, held_out, initial_held_out, corpus.unigram_entropy);
   std::printf("sample:\n%s\n", charlm::sample(model, corpus, cfg, "The ", 200).c_str());
   std::remove(ckpt.c_str());
+  if (!cfg.save_params.empty()) {
+    io::save_safetensors(cfg.save_params, model.state_dict());
+    std::printf("parameters written to %s\n", cfg.save_params.c_str());
+  }
   example::require(std::isfinite(held_out) && held_out < initial_held_out, "the held-out loss did not fall");
   example::require(resumed || step < 2, "the run never reached its checkpoint");
   return 0;

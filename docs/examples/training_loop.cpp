@@ -14,9 +14,9 @@ namespace F = mixt::nn::functional;
 
 int main() {
   manual_seed(0);
-  // On the CPU: the CUDA backend has only copies, casts, add and mul so far
-  // (docs/op_support.md); this loop needs matmuls, GELU, cross_entropy and AdamW.
-  const Device dev = Device::cpu();
+  // The default device: the CPU, unless a DefaultDeviceGuard names another one (the
+  // GPU check runs every example with cuda:0 as the default, example_support.h).
+  const Device dev = default_device();
   nn::Sequential model(nn::Linear(16, 64), nn::GELU(), nn::Linear(64, 4));
   model.to(dev);
   optim::AdamW opt(model.parameters(), {.lr = 3e-3});

@@ -1,9 +1,11 @@
 // mm, bmm, addmm and baddbmm on the CPU. float32/float64 go to OpenBLAS (strided operands are passed without a
-// copy when one of their strides is 1); float16, bfloat16 and fp8 are widened to float32, multiplied with sgemm
+// copy when one of their strides is 1); bfloat16 goes to OpenBLAS's sbgemm on CPUs with AVX512-BF16 (Note [bfloat16
+// GEMM on the CPU]); float16, fp8 and bfloat16 elsewhere are widened to float32, multiplied with sgemm
 // (f32 accumulation) and rounded once; integers use an int64-accumulating loop. Everything accumulates into a
 // contiguous buffer of the accumulate type that is then copied (and rounded) into the output. scaled_mm, the
 // float8 GEMM with scales, is the CPU reference of its CUDA kernel (Note [Scaled mm]).
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include <cblas.h>
+#include <dlfcn.h>
 #include <omp.h>
 
 #include <mixt/dispatcher/dispatch.h>
@@ -18,6 +21,7 @@
 #include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/common/matmul_plan.h>
 #include <mixt/kernels/cpu/loops.h>
+#include <mixt/kernels/cpu/matmul.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/dtype_visit.h>
 #include <mixt/runtime/ops/ops.h>
@@ -79,14 +83,49 @@ void gemm(bool ta, bool tb, int n, int m, int k, double alpha, const double* a, 
               b, ldb, beta, out, ldc);
 }
 
-// acc[i] = alpha * a[i] @ b[i] + beta * acc[i] for every matrix of the batch, through BLAS (T = float or double).
-template <class T>
+// OpenBLAS's cblas_sbgemm, looked up when first needed: Debian's OpenBLAS declares it
+// in cblas.h but builds without it, so mixt neither links against it nor assumes it.
+using SbgemmFn = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint, blasint, float,
+                          const bfloat16*, blasint, const bfloat16*, blasint, float, float*, blasint);
+SbgemmFn sbgemm_symbol() {
+  static const SbgemmFn fn = reinterpret_cast<SbgemmFn>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
+  return fn;
+}
+
+void gemm(bool ta, bool tb, int n, int m, int k, float alpha, const BFloat16* a, int lda, const BFloat16* b, int ldb,
+          float beta, float* out, int ldc) {
+  static_assert(sizeof(BFloat16) == sizeof(bfloat16), "mixt's BFloat16 is OpenBLAS's bfloat16 bit pattern");
+  sbgemm_symbol()(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, n, m, k, alpha,
+                  reinterpret_cast<const bfloat16*>(a), lda, reinterpret_cast<const bfloat16*>(b), ldb, beta, out, ldc);
+}
+
+// Note [bfloat16 GEMM on the CPU]: OpenBLAS's sbgemm multiplies bfloat16 operands
+// with float32 accumulation, the same arithmetic as widening both operands to float32
+// and calling sgemm (a product of two bfloat16 values is exact in float32), minus the
+// widening copies. Only its AVX512-BF16 kernels are fast: elsewhere OpenBLAS falls back
+// to a generic loop far slower than sgemm, so mixt calls sbgemm only where the CPU has
+// AVX512-BF16 (or when a test forces it, set_native_bf16_gemm), and only when the
+// OpenBLAS loaded at run time exports it (Debian 12's does not: there every bfloat16
+// product is widened). The two paths differ only in the order of the float32 sums.
+std::atomic<int> g_native_bf16 = -1;  // -1: follow the CPU; 0 / 1: forced
+
+bool native_bf16_gemm() {
+  if (sbgemm_symbol() == nullptr) return false;
+  const int forced = g_native_bf16.load(std::memory_order_relaxed);
+  if (forced >= 0) return forced == 1;
+  static const bool cpu_has = __builtin_cpu_supports("avx512bf16");
+  return cpu_has;
+}
+
+// acc[i] = alpha * a[i] @ b[i] + beta * acc[i] for every matrix of the batch, through BLAS (T = float or double,
+// In = T, or BFloat16 with T = float).
+template <class T, class In = T>
 void blas_product(const OpCall& c, const MatmulPlan& p, const Tensor& a, const Tensor& b, T* acc, T alpha, T beta) {
   const BlasOperand A = blas_operand(c, a), B = blas_operand(c, b);
   MIXT_CHECK_OP(p.n * p.m <= INT_MAX, c, "result of {} x {} is too large for BLAS (32-bit sizes)", p.n, p.m);
   const int m = static_cast<int>(p.m), k = static_cast<int>(p.k);
-  const T* pa = static_cast<const T*>(A.data);
-  const T* pb = static_cast<const T*>(B.data);
+  const In* pa = static_cast<const In*>(A.data);
+  const In* pb = static_cast<const In*>(B.data);
   // Note [GEMM threads]: OpenBLAS runs single-threaded; the batch and, for large
   // products, blocks of the result are spread over mixt's OpenMP threads instead, so
   // the elementwise loops and the GEMMs share one pool and never compete for the
@@ -109,8 +148,8 @@ void blas_product(const OpCall& c, const MatmulPlan& p, const Tensor& a, const T
       if (r0 == r1 || c0 == c1) continue;
       // Rows r0..r1 of the result read rows r0..r1 of A (columns, when A is transposed);
       // columns c0..c1 read columns c0..c1 of B (rows, when B is transposed).
-      const T* a_rows = pa + i * A.batch_stride + (A.trans ? r0 : r0 * A.ld);
-      const T* b_cols = pb + i * B.batch_stride + (B.trans ? c0 * B.ld : c0);
+      const In* a_rows = pa + i * A.batch_stride + (A.trans ? r0 : r0 * A.ld);
+      const In* b_cols = pb + i * B.batch_stride + (B.trans ? c0 * B.ld : c0);
       gemm(A.trans, B.trans, static_cast<int>(r1 - r0), static_cast<int>(c1 - c0), k, alpha, a_rows,
            static_cast<int>(A.ld), b_cols, static_cast<int>(B.ld), beta, acc + i * p.n * p.m + r0 * p.m + c0, m);
     }
@@ -196,6 +235,8 @@ void run_product(const OpCall& c, const MatmulPlan& p, T* acc, bool use_beta) {
     const T alpha = static_cast<T>(p.alpha.to_double()), beta = use_beta ? static_cast<T>(p.beta.to_double()) : T(0);
     if (p.in_dtype == dtype_of<T>) {
       blas_product<T>(c, p, p.a, p.b, acc, alpha, beta);
+    } else if (std::is_same_v<T, float> && p.in_dtype == kBFloat16 && native_bf16_gemm()) {
+      if constexpr (std::is_same_v<T, float>) blas_product<float, BFloat16>(c, p, p.a, p.b, acc, alpha, beta);
     } else {  // narrow floats: widen to float32 once, accumulate in float32
       blas_product<T>(c, p, host::converted(p.a, kFloat32, c), host::converted(p.b, kFloat32, c), acc, alpha, beta);
     }
@@ -333,6 +374,10 @@ void addmm_kernel(OpCall& c, DispatchKeySet) { product_kernel(c, false, true); }
 void baddbmm_kernel(OpCall& c, DispatchKeySet) { product_kernel(c, true, true); }
 
 }  // namespace
+
+void set_native_bf16_gemm(int mode) { g_native_bf16.store(mode < 0 ? -1 : mode > 0 ? 1 : 0); }
+bool native_bf16_gemm_enabled() { return native_bf16_gemm(); }
+bool bf16_gemm_available() { return sbgemm_symbol() != nullptr; }
 
 void register_matmul_kernels() {
   // See Note [GEMM threads]; MIXT_BLAS_THREADS overrides.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <mixt/kernels/cpu/matmul.h>
 #include <mixt/mixt.h>
 
 #include "reference.h"
@@ -446,4 +447,23 @@ TEST_CASE("matmul family errors", "[matmul][errors]") {
   CHECK_THROWS_AS(outer(v3.to(kBool), v3.to(kBool)), Error);
   CHECK_THROWS_AS(addmm(a34.to(kInt32), a23.to(kInt32), a34.to(kInt32), 0.5, 1), Error);
   CHECK_THROWS_AS(baddbmm(c3.to(kInt32), c3.to(kInt32).narrow(2, 0, 3), c3.to(kInt32), 1, 1.5), Error);
+}
+
+TEST_CASE("bfloat16 products through OpenBLAS's sbgemm agree with the widened sgemm path", "[matmul]") {
+  // Note [bfloat16 GEMM on the CPU]: the same float32 arithmetic, sums in another order.
+  const Tolerance f32 = tolerance_for(kFloat32);
+  Tensor a = random_tensor({33, 70}, kBFloat16, 41), b = random_tensor({70, 29}, kBFloat16, 42);
+  Tensor a3 = random_tensor({3, 17, 40}, kBFloat16, 43), b3 = random_tensor({3, 40, 9}, kBFloat16, 44);
+  for (int mode : {0, 1}) {
+    INFO("sbgemm " << (mode ? "forced" : "off"));
+    cpu::set_native_bf16_gemm(mode);
+    CHECK(cpu::native_bf16_gemm_enabled() == (mode == 1 && cpu::bf16_gemm_available()));
+    check_matmul(mm(a, b, kFloat32), a, b, f32);
+    check_matmul(mm(a.t().contiguous().t(), b.t().contiguous().t(), kFloat32), a, b, f32);  // transposed operands
+    check_matmul(bmm(a3, b3, kFloat32), a3, b3, f32);
+    const Tensor narrow = mm(a, b);
+    CHECK(narrow.dtype() == kBFloat16);
+    CHECK(narrow.to_vector<float>() == mm(a, b, kFloat32).to(kBFloat16).to_vector<float>());  // rounded once
+  }
+  cpu::set_native_bf16_gemm(-1);
 }

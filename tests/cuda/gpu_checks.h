@@ -1,7 +1,7 @@
 // The check counters of the CUDA test programs (own main, no Catch2): expect()
 // records one check, group() runs a named block of them and prints whether it
 // passed; main() ends with "<program>: N checks, M failures", the line that
-// run_on_gpu.sh puts in its summary.
+// tests/gpu/run.sh puts in its summary.
 #pragma once
 
 #include <cstdio>

@@ -3,7 +3,7 @@
 // CPU (for one rank: the input itself), non-contiguous tensors, the order after
 // the compute stream, the refusals, a rank that never joins (the timeout), and
 // the all_reduce bandwidth from 1 MiB to 1 GiB. Own main (no Catch2, no MPI), so
-// the binary carries to a GPU machine (tests/cuda/run_on_gpu.sh); exits 77
+// the binary carries to a GPU machine (tests/gpu/run.sh); exits 77
 // (meson: SKIP) only on a machine without a GPU (gpu_skip.h).
 #include <algorithm>
 #include <chrono>
