@@ -1,9 +1,8 @@
-// set_deterministic(true): the same inputs give the same bits, run after run, on one
-// device. mixt's own kernels are deterministic already (fixed reduction trees, no float
-// atomics, scatter_add without atomics, Note [Device-side errors]); the switch pins what
-// would otherwise vary: the GEMM engine keeps cuBLASLt's heuristic choice (no
-// autotuning by timing, whose winner can change between runs) and asks for algorithms
-// without atomic split-K reductions. Off by default. Process-wide.
+// set_deterministic(true): ask that the same inputs give the same bits, run after run,
+// on one device. mixt's CPU kernels and the CUDA kernels written so far use no float
+// atomics. What the switch changes today: gemm::algo_selection() reports Heuristic
+// while it is on, so the GEMM engine never autotunes by timing (a timed winner can change
+// between runs). Off by default. Process-wide.
 #pragma once
 
 namespace mixt {

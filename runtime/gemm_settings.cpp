@@ -21,7 +21,8 @@ Float32MatmulPrecision float32_matmul_precision() { return g_precision.load(); }
 
 namespace gemm {
 void set_algo_selection(AlgoSelection s) { g_selection.store(s); }
-AlgoSelection algo_selection() { return g_selection.load(); }
+// Timed autotuning can pick another winner from run to run: set_deterministic(true) keeps the heuristic's choice.
+AlgoSelection algo_selection() { return is_deterministic() ? AlgoSelection::Heuristic : g_selection.load(); }
 // Placeholders until the engine's plan cache lands (kernels/cuda/gemm).
 PlanCacheStats plan_cache_stats() { return {}; }
 void clear_plan_cache() {}

@@ -2,6 +2,9 @@
 // float32 matmul precision, how cuBLASLt algorithms are chosen, and the tuning file that
 // lets a later run start tuned. Usable in every build; without CUDA the settings are kept
 // and the plan cache stays empty.
+// Status: declared ahead of the CUDA GEMM engine. Until it lands the knobs are stored but
+// read by no kernel (the CPU always computes float32 in float32), plan_cache_stats() is
+// all zeros, clear_plan_cache() does nothing, and save_tuning/load_tuning raise mixt::Error.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +22,7 @@ namespace gemm {
 
 // Heuristic: cuBLASLt's first choice. Autotune: on a plan's first call, time the
 // heuristic's top candidates on the real operands and keep the fastest.
+// algo_selection() reports Heuristic while set_deterministic(true) is on.
 enum class AlgoSelection : uint8_t { Heuristic, Autotune };
 void set_algo_selection(AlgoSelection s);
 AlgoSelection algo_selection();

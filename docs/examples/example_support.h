@@ -67,10 +67,14 @@ inline void require(bool ok, const std::string& what) {
 
 // MIXT_EXAMPLE_DEVICE=cuda (tests/gpu/run.sh sets it) makes cuda:0 the default device of
 // the main thread's factories before main() starts, so the examples run on the GPU
-// unchanged. Unset: the CPU, as written.
+// unchanged. Unset or "cpu": the CPU, as written. Any other value stops the example.
 inline const bool kDeviceFromEnvironment = [] {
   const char* name = std::getenv("MIXT_EXAMPLE_DEVICE");
-  if (!name || std::strcmp(name, "cuda") != 0) return false;
+  if (!name || std::strcmp(name, "cpu") == 0) return false;
+  if (std::strcmp(name, "cuda") != 0) {
+    std::fprintf(stderr, "MIXT_EXAMPLE_DEVICE must be cpu or cuda, not \"%s\"\n", name);
+    std::exit(2);
+  }
   static mixt::DefaultDeviceGuard guard(mixt::Device::cuda(0));  // for the whole run
   return true;
 }();

@@ -107,7 +107,7 @@ double megabytes_in_use(Device device) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int train_demo(int argc, char** argv) {
   Config cfg = parse(argc, argv);
   cfg.device = pick_device(cfg.device_name);
   set_deterministic(cfg.deterministic);
@@ -203,4 +203,14 @@ int main(int argc, char** argv) {
   example::require(std::isfinite(held_out) && held_out < initial_held_out, "the held-out loss did not fall");
   example::require(resumed || step < 2, "the run never reached its checkpoint");
   return 0;
+}
+
+// Bad arguments, an unreadable text or a device that cannot run raise mixt::Error: say so, exit 1.
+int main(int argc, char** argv) {
+  try {
+    return train_demo(argc, argv);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "train_charlm: %s\n", e.what());
+    return 1;
+  }
 }

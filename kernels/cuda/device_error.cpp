@@ -17,7 +17,7 @@ constexpr int kMaxDevices = 64;
 
 struct ErrorWord {
   std::once_flag once;
-  volatile uint32_t* host = nullptr;
+  std::atomic<uint32_t*> host{nullptr};  // published once the word exists (raise_device_error reads it unlocked)
   uint32_t* device = nullptr;
 };
 
@@ -33,11 +33,11 @@ ErrorWord& word_of(int index, const char* where) {
     DeviceGuard guard(index, where);
     void* p = nullptr;
     check(cudaHostAlloc(&p, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable), where);
-    *static_cast<volatile uint32_t*>(p) = 0;
+    *static_cast<uint32_t*>(p) = 0;
     void* d = nullptr;
     check(cudaHostGetDevicePointer(&d, p, 0), where);
-    w.host = static_cast<volatile uint32_t*>(p);
     w.device = static_cast<uint32_t*>(d);
+    w.host.store(static_cast<uint32_t*>(p), std::memory_order_release);
   });
   return w;
 }
@@ -49,10 +49,11 @@ uint32_t* device_error_word(int index) { return word_of(index, "device_error_wor
 void raise_device_error(int index, const char* where) {
   if (index < 0 || index >= kMaxDevices) return;
   ErrorWord& w = words()[static_cast<size_t>(index)];
-  if (w.host == nullptr) return;  // no kernel of this device has asked for the word yet
-  const uint32_t code = *w.host;
+  uint32_t* host = w.host.load(std::memory_order_acquire);
+  if (host == nullptr) return;  // no kernel of this device has asked for the word yet
+  // Read and clear in one step, so two threads that wait at once raise the error once.
+  const uint32_t code = std::atomic_ref<uint32_t>(*host).exchange(0);
   if (code == 0) return;
-  *w.host = 0;
   MIXT_FAIL(where, "a CUDA kernel queued earlier on cuda:{} met {} (Note [Device-side errors])", index,
             device_error_text(static_cast<DeviceError>(code)));
 }

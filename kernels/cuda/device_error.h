@@ -1,12 +1,14 @@
 // Note [Device-side errors]: preconditions that the CPU checks by looking at the data
 // (integer division by zero, an index out of bounds in gather/scatter/index_select/
-// embedding, a probability outside [0, 1]) cannot be checked on CUDA without a
-// device-to-host sync per op. Instead a kernel that meets such a value records an error
+// embedding) cannot be checked on CUDA without a device-to-host sync per op. Instead a
+// kernel that meets such a value records an error
 // code in its device's error word (the first code wins) and carries on with a harmless
 // value; the host raises mixt::Error at the next point where it waits for the device
 // anyway: cuda::synchronize(), Stream/Event::synchronize and every device-to-host copy
 // (so item(), to(cpu) and printing raise it). The word lives in mapped, page-locked host
 // memory, so reading it costs no transfer. Shared by .cu and .cpp files (no fmt).
+// Status: the host side is in place; no kernel on main reports into the word yet (the
+// data-checking kernels arrive with the rest of the CUDA backend), and none has run on a GPU.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +19,6 @@ enum class DeviceError : uint32_t {
   None = 0,
   IntegerDivisionByZero = 1,
   IndexOutOfBounds = 2,
-  InvalidProbability = 3,
 };
 
 // What `e` means, for the error message.
@@ -26,7 +27,6 @@ constexpr const char* device_error_text(DeviceError e) {
     case DeviceError::None: return "no error";
     case DeviceError::IntegerDivisionByZero: return "integer division by zero";
     case DeviceError::IndexOutOfBounds: return "index out of bounds";
-    case DeviceError::InvalidProbability: return "a probability outside [0, 1]";
   }
   return "an unknown device error";
 }

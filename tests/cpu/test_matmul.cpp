@@ -467,3 +467,19 @@ TEST_CASE("bfloat16 products through OpenBLAS's sbgemm agree with the widened sg
   }
   cpu::set_native_bf16_gemm(-1);
 }
+
+TEST_CASE("GEMM settings: set_deterministic keeps the heuristic's algorithms; the tuning file waits for the engine",
+          "[matmul]") {
+  gemm::set_algo_selection(gemm::AlgoSelection::Autotune);
+  CHECK(gemm::algo_selection() == gemm::AlgoSelection::Autotune);
+  set_deterministic(true);
+  CHECK(is_deterministic());
+  CHECK(gemm::algo_selection() == gemm::AlgoSelection::Heuristic);  // no timed autotuning while deterministic
+  set_deterministic(false);
+  CHECK(gemm::algo_selection() == gemm::AlgoSelection::Autotune);
+  gemm::set_algo_selection(gemm::AlgoSelection::Heuristic);
+  // Until the CUDA GEMM engine lands there is no plan cache: the file calls raise instead of pretending.
+  CHECK_THROWS_AS(gemm::save_tuning("unused.tuning"), Error);
+  CHECK_THROWS_AS(gemm::load_tuning("unused.tuning"), Error);
+  CHECK(gemm::plan_cache_stats().plans == 0);
+}
