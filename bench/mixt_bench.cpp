@@ -8,6 +8,7 @@
 //   amp        the grad scaler's unscale + check and a full scaler step, vs memcpy
 //   io         safetensors save/load vs plain file I/O, many small tensors, slow headers
 //   gemm       GEMM GFLOP/s per shape and dtype against the BLAS called directly
+//   kernels    casts, elementwise, softmax/norm rows, fused AMP/AdamW in GB/s against the copy rate
 #include <vector>
 
 #include "bench_amp.h"
@@ -16,12 +17,13 @@
 #include "bench_dispatch.h"
 #include "bench_gemm.h"
 #include "bench_io.h"
+#include "bench_kernels.h"
 #include "bench_train.h"
 
 int main(int argc, char** argv) {
   using namespace mixt::bench;
   const std::vector<cli::Command> commands = {dispatch_command(), train_command(), policy_command(),
                                               explain_command(),  amp_command(),   io_command(),
-                                              gemm_command()};
+                                              gemm_command(), kernels_command()};
   return cli::run_main(commands, argc, argv);
 }

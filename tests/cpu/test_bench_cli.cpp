@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include <mixt/runtime/cuda.h>
 
 #include "bench_autocast.h"
+#include "bench_kernels.h"
 #include "bench_cli.h"
 #include "temp_dir.h"
 #include "test_util.h"
@@ -384,4 +386,40 @@ TEST_CASE("mixt-bench explain --device cuda rehearses CUDA's float16 policy on t
   const Run bad = run(commands, {"explain", "--rehearse"});
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, StartsWith("mixt-bench explain: --rehearse needs --device cuda\nusage:"));
+}
+
+TEST_CASE("mixt-bench kernels --small measures every kernel against the copy rate; cuda needs a GPU", "[bench_cli]") {
+  const std::vector<cli::Command> commands = {kernels_command()};
+  mixt::testing::TempDir dir;
+  const std::string path = dir.file("kernels.json");
+  const Run r = run(commands, {"kernels", "--small", "--reps", "1", "--json", path});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, StartsWith("mixt-bench kernels on cpu: median of 1 runs"));
+  const auto doc = nlohmann::json::parse(read_file(path));
+  CHECK(doc["device"] == "cpu");
+  CHECK(doc["copy_gbs"].get<double>() > 0);
+  CHECK(doc["small_op_host_us"].get<double>() > 0);
+  std::vector<std::string> names;
+  for (const auto& row : doc["rows"]) {
+    names.push_back(row["kernel"]);
+    INFO(row.dump());
+    CHECK(row["ms"].get<double>() > 0);
+    CHECK(row["gbs"].get<double>() > 0);
+    CHECK(row["x_copy"].get<double>() > 0);
+  }
+  REQUIRE(names.size() == 14);
+  for (const char* kernel : {"cast float32 -> bfloat16", "cast bfloat16 -> float32", "softmax [256, 4096] bf16",
+                             "rms_norm [256, 4096] bf16", "unscale+check 2e+06 f32 in 2000 tensors",
+                             "fused AdamW over 1e+06 f32 parameters"})
+    CHECK(std::find(names.begin(), names.end(), kernel) != names.end());
+  // The issue's targets ride along in the rows that have one.
+  CHECK(doc["rows"][2]["target_x_copy"].get<double>() == 0.9);
+
+  if (!cuda::is_available()) {
+    const Run cuda = run(commands, {"kernels", "--device", "cuda", "--small"});
+    CHECK(cuda.status == 1);
+    CHECK_THAT(cuda.err, Contains("CUDA is not available"));
+  }
+  CHECK(run(commands, {"kernels", "--reps", "0"}).status == 2);
 }
