@@ -2,9 +2,10 @@
 // masked_fill(_). The checks that need no index values are the CPU's
 // (kernels/common/index_checks.h) and raise mixt::Error before anything runs; index values
 // are checked by the kernels, which report a bad one through the device error word (raised
-// at the next sync, Note [Device-side errors]) and leave its element alone. scatter_add
-// sums along each line in the CPU's order (no float atomics) when is_deterministic() or for
-// dtypes without atomics; otherwise it adds with atomics.
+// at the next sync, Note [Device-side errors]) and leave its element alone. scatter and
+// scatter_add walk each line of the index in the CPU's order (the CPU's bits, no float
+// atomics) when is_deterministic(), for short lines and for dtypes without atomics; long
+// lines otherwise go per element (atomic sums; duplicate indices of scatter race).
 #include <cstring>
 
 #include <mixt/dispatcher/dispatch.h>
@@ -21,6 +22,9 @@ namespace mixt::cuda {
 namespace {
 
 using index_checks::at_least_1d;
+
+// The line length from which scatter and scatter_add go per element (unless deterministic).
+constexpr int64_t kMinParallelLine = 32;
 
 // Every defined input is on `device`, a CUDA device.
 void check_device(const OpCall& c, const Device& device) {
@@ -161,9 +165,11 @@ void scatter_common(OpCall& c, bool add) {
   if (index.numel() == 0) return;
   const Tensor out1 = at_least_1d(out);
   const ScalarType dtype = out.dtype();
-  // Per element (atomics or racing assignments) unless the result must not depend on timing.
-  const bool deterministic = is_deterministic();
-  const bool per_element = add ? !deterministic && scatter_add_has_atomics(dtype) : !deterministic;
+  // One thread per line walks it in the CPU's order: the CPU's result, deterministic. Long
+  // lines (few threads, long serial walks) go per element when timing may decide the result
+  // (atomic sums, racing duplicate assignments), unless set_deterministic(true).
+  const bool per_element = !is_deterministic() && index.sizes()[d] >= kMinParallelLine &&
+                           (!add || scatter_add_has_atomics(dtype));
   const Shape space = per_element ? index.sizes() : with(index.sizes(), d, 1);
   const Shape out_strides = with(out1.strides(), d, 0);
   const Shape src_strides = sa.has_src ? src.strides() : Shape::filled(index.dim(), 0);
