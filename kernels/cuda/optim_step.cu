@@ -9,6 +9,9 @@
 namespace mixt::cuda {
 namespace {
 
+// Elements per thread and round of the step kernels.
+constexpr int kIlp = 4;
+
 __device__ __forceinline__ bool skipped(const float* found_inf) { return found_inf != nullptr && *found_inf != 0.0f; }
 
 __device__ __forceinline__ double read_counter(const StepTable& t, int slot) {
@@ -29,7 +32,28 @@ __global__ void __launch_bounds__(kMultiTensorThreads) adam_kernel(AdamArgs a) {
   M* m = chunk_data<M>(a.chunks, c, 2);
   M* v = chunk_data<M>(a.chunks, c, 3);
   M* vmax = Ams ? chunk_data<M>(a.chunks, c, 4) : nullptr;
-  for (int64_t i = threadIdx.x; i < c.length; i += blockDim.x) optim_math::adam_update<L2, Ams>(p, g, m, v, vmax, i, k);
+  // kIlp elements per thread and round: every load is issued before any math or store (the
+  // lists may alias as far as the compiler knows, which would serialize a plain loop).
+  for (int64_t base = 0; base < c.length; base += int64_t{kIlp} * blockDim.x) {
+    P lp[kIlp] = {}, lg[kIlp] = {};
+    M lm[kIlp] = {}, lv[kIlp] = {}, lx[kIlp] = {};
+#pragma unroll
+    for (int r = 0; r < kIlp; ++r) {
+      const int64_t i = base + r * blockDim.x + threadIdx.x;
+      if (i >= c.length) continue;
+      lp[r] = p[i], lg[r] = g[i], lm[r] = m[i], lv[r] = v[i];
+      if constexpr (Ams) lx[r] = vmax[i];
+    }
+#pragma unroll
+    for (int r = 0; r < kIlp; ++r) optim_math::adam_update<L2, Ams>(lp, lg, lm, lv, lx, r, k);
+#pragma unroll
+    for (int r = 0; r < kIlp; ++r) {
+      const int64_t i = base + r * blockDim.x + threadIdx.x;
+      if (i >= c.length) continue;
+      p[i] = lp[r], m[i] = lm[r], v[i] = lv[r];
+      if constexpr (Ams) vmax[i] = lx[r];
+    }
+  }
 }
 
 template <class P, bool L2, bool Momentum, bool Nesterov>
@@ -42,8 +66,26 @@ __global__ void __launch_bounds__(kMultiTensorThreads) sgd_kernel(SgdArgs a) {
   P* p = chunk_data<P>(a.chunks, c, 0);
   const P* g = chunk_data<P>(a.chunks, c, 1);
   M* buf = Momentum ? chunk_data<M>(a.chunks, c, 2) : nullptr;
-  for (int64_t i = threadIdx.x; i < c.length; i += blockDim.x)
-    optim_math::sgd_update<L2, Momentum, Nesterov>(p, g, buf, i, init, k);
+  for (int64_t base = 0; base < c.length; base += int64_t{kIlp} * blockDim.x) {  // as adam_kernel
+    P lp[kIlp] = {}, lg[kIlp] = {};
+    M lb[kIlp] = {};
+#pragma unroll
+    for (int r = 0; r < kIlp; ++r) {
+      const int64_t i = base + r * blockDim.x + threadIdx.x;
+      if (i >= c.length) continue;
+      lp[r] = p[i], lg[r] = g[i];
+      if constexpr (Momentum) lb[r] = buf[i];
+    }
+#pragma unroll
+    for (int r = 0; r < kIlp; ++r) optim_math::sgd_update<L2, Momentum, Nesterov>(lp, lg, lb, r, init, k);
+#pragma unroll
+    for (int r = 0; r < kIlp; ++r) {
+      const int64_t i = base + r * blockDim.x + threadIdx.x;
+      if (i >= c.length) continue;
+      p[i] = lp[r];
+      if constexpr (Momentum) buf[i] = lb[r];
+    }
+  }
 }
 
 __global__ void advance_steps_kernel(AdvanceStepsArgs a) {
