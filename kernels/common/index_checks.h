@@ -73,14 +73,14 @@ inline int check_gather(const OpCall& c, const Tensor& self1, const Tensor& inde
 }
 
 // scatter, scatter_, scatter_add, scatter_add_: in0 self, in1 index, in2 src (or a value attribute).
-struct ScatterArgs {
+struct ScatterCall {
   int dim;
   bool has_src;
   Scalar value;      // when there is no src
   Tensor index, src;  // at least 1-D
 };
-inline ScatterArgs check_scatter(const OpCall& c, bool add) {
-  ScatterArgs s;
+inline ScatterCall check_scatter(const OpCall& c, bool add) {
+  ScatterCall s;
   s.has_src = c.n_in > 2 && c.in[2].defined();
   // scatter_add's attributes are just the dim; scatter's add the value written without a src.
   const int64_t dim = add ? c.attrs.get<attrs::Dim>().dim : c.attrs.get<attrs::Scatter>().dim;

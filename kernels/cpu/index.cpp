@@ -203,7 +203,7 @@ void gather_kernel(OpCall& c, DispatchKeySet) {
 // out[... idx ...] = src (or value), or += src.
 void scatter_common(OpCall& c, bool add) {
   check_cpu(c);
-  index_checks::ScatterArgs sa = index_checks::check_scatter(c, add);
+  index_checks::ScatterCall sa = index_checks::check_scatter(c, add);
   const bool has_src = sa.has_src;
   const Scalar value = sa.value;
   const Tensor& self_in = c.in[0];

@@ -147,7 +147,7 @@ void gather_kernel(OpCall& c, DispatchKeySet) {
 // scatter, scatter_, scatter_add, scatter_add_.
 void scatter_common(OpCall& c, bool add) {
   check_device(c, c.in[0].device());
-  const index_checks::ScatterArgs sa = index_checks::check_scatter(c, add);
+  const index_checks::ScatterCall sa = index_checks::check_scatter(c, add);
   const Tensor& self_in = c.in[0];
   const Device device = self_in.device();
   const char* op = op_name(c.op).data();
