@@ -158,9 +158,10 @@ void scatter_common(OpCall& c, bool add) {
   const cudaStream_t stream = current_native_stream(device.index());
   Tensor src = sa.src;
   if (sa.has_src && src.shares_storage(out)) src = dense_copy(src, stream, op);
+  // The CPU reads every index before writing; here they are read while writing.
+  const Tensor index = sa.index.shares_storage(out) ? dense_copy(sa.index, stream, op) : sa.index;
   if (!out.is_same(self_in)) move_elements(out, self_in, stream, op);
   c.out[0] = out;
-  const Tensor& index = sa.index;
   const int d = sa.dim;
   if (index.numel() == 0) return;
   const Tensor out1 = at_least_1d(out);
