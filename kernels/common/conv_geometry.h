@@ -1,9 +1,12 @@
 // The output size of a sliding window (convolution, im2col, col2im) along one
-// spatial dim, shared by the composite convolutions and the im2col kernels.
-// Host code (raises mixt::Error).
+// spatial dim, shared by the composite convolutions and the im2col kernels, and the
+// checked window of an im2col / col2im call (kernels/common/conv_window.h holds the
+// per-element math that device code shares). Host code (raises mixt::Error).
 #pragma once
 
+#include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/conv_window.h>
 #include <mixt/runtime/checked.h>
 
 namespace mixt {
@@ -27,4 +30,82 @@ inline int64_t window_output_size(const OpCall& c, int64_t in, int64_t kernel, i
   return (padded - reach) / stride + 1;
 }
 
+namespace conv {
+
+// The window attributes of im2col / col2im: one value per spatial dim each.
+struct WindowAttrs {
+  const Shape &kernel, &stride, &padding, &dilation;
+};
+inline WindowAttrs window_attrs(const OpCall& c) {
+  if (c.op == OpId::col2im) {
+    const auto& a = c.attrs.get<attrs::Col2im>();
+    return {a.kernel, a.stride, a.padding, a.dilation};
+  }
+  const auto& a = c.attrs.get<attrs::Im2col>();
+  return {a.kernel, a.stride, a.padding, a.dilation};
+}
+
+// The number of spatial dims of the window: 1 or 2, the same for every attribute.
+inline int window_rank(const OpCall& c) {
+  const WindowAttrs a = window_attrs(c);
+  const int r = a.kernel.size();
+  MIXT_CHECK_OP((r == 1 || r == 2) && a.stride.size() == r && a.padding.size() == r && a.dilation.size() == r, c,
+                "expected kernel, stride, padding and dilation for 1 or 2 spatial dims, got {}, {}, {}, {}", a.kernel,
+                a.stride, a.padding, a.dilation);
+  return r;
+}
+
+// The window of the attributes over an image of `spatial` size.
+inline Window make_window(const OpCall& c, const Shape& spatial) {
+  const WindowAttrs a = window_attrs(c);
+  const int r = window_rank(c);
+  MIXT_CHECK_OP(spatial.size() == r, c, "expected {} spatial sizes for a {}-D window, got {}", r, r, spatial);
+  Window w;
+  w.rank = r;
+  for (int i = 0; i < r; ++i) {
+    const int j = i + 2 - r;  // 1-D windows fill the second slot
+    w.k[j] = a.kernel[i], w.s[j] = a.stride[i], w.p[j] = a.padding[i], w.d[j] = a.dilation[i], w.in[j] = spatial[i];
+    w.out[j] = window_output_size(c, w.in[j], w.k[j], w.s[j], w.p[j], w.d[j]);
+  }
+  // Every later product of these sizes is bounded by the two checked here.
+  const char* op = op_name(c.op).data();
+  checked_mul(checked_mul(w.k[0], w.k[1], op), checked_mul(w.out[0], w.out[1], op), op);
+  checked_mul(w.in[0], w.in[1], op);
+  return w;
+}
+
+// The window of a call and the shape of its result.
+struct WindowCall {
+  Window w;
+  Shape out_sizes;
+};
+
+// im2col: x [N, C, *spatial] -> [N, C * prod(kernel), L].
+inline WindowCall im2col_call(const OpCall& c, const Tensor& x) {
+  const int r = window_rank(c);
+  MIXT_CHECK_OP(x.dim() == r + 2, c, "expected an input [N, C, *spatial] with {} spatial dims, got shape {}", r,
+                x.sizes());
+  Shape spatial;
+  for (int i = 2; i < x.dim(); ++i) spatial.push_back(x.size(i));
+  const Window w = make_window(c, spatial);
+  return {w, Shape{x.size(0), checked_mul(x.size(1), w.kernel_numel(), "im2col"), w.blocks()}};
+}
+
+// col2im: cols [N, C * prod(kernel), L] -> [N, C, *output_size].
+inline WindowCall col2im_call(const OpCall& c, const Tensor& cols) {
+  const Shape& output_size = c.attrs.get<attrs::Col2im>().output_size;
+  const Window w = make_window(c, output_size);
+  MIXT_CHECK_OP(cols.dim() == 3, c, "expected columns [N, C * prod(kernel), L], got shape {}", cols.sizes());
+  const int64_t kn = w.kernel_numel();
+  MIXT_CHECK_OP(cols.size(1) % kn == 0, c, "dim 1 of the columns ({}) is not a multiple of the kernel size {}",
+                cols.size(1), kn);
+  MIXT_CHECK_OP(cols.size(2) == w.blocks(), c,
+                "the columns hold {} blocks but the output size {} with this window gives {}", cols.size(2),
+                output_size, w.blocks());
+  Shape out_sizes{cols.size(0), cols.size(1) / kn};
+  for (int64_t s : output_size) out_sizes.push_back(s);
+  return {w, out_sizes};
+}
+
+}  // namespace conv
 }  // namespace mixt

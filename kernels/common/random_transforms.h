@@ -103,4 +103,43 @@ MIXT_HD T uniform_value(double u, double low, double high) {
   return r;
 }
 
+// Block j of a call over n elements (drawn from Philox block offset + j) fills elements
+// [j * per_block, j * per_block + lanes). The CPU walks the blocks in order, one CUDA
+// thread takes one block; both use this mapping.
+MIXT_HD inline int block_lanes(int64_t j, int64_t n, int per_block) {
+  const int64_t left = n - j * per_block;
+  return static_cast<int>(left < per_block ? left : per_block);
+}
+
+// The values of one Philox block for each random op: out[0, lanes) of storage type T.
+// uniform_: low + (high - low) * u kept in [low, high).
+template <class T>
+MIXT_HD inline void uniform_block(const philox::Block& b, T* out, int lanes, double low, double high) {
+  for (int l = 0; l < lanes; ++l) {
+    if constexpr (per_block<T>() == 2) out[l] = uniform_value<T>(uniform64(b, l), low, high);
+    else out[l] = uniform_value<T>(uniform32(b, l), low, high);
+  }
+}
+// normal_: mean + sd * z with z from Box-Muller pairs (one pair per block for 64-bit
+// types, two for the others; the second pair only when lanes 2 and 3 are used).
+template <class T>
+MIXT_HD inline void normal_block(const philox::Block& b, T* out, int lanes, double mean, double sd) {
+  double z[4] = {0.0, 0.0, 0.0, 0.0};
+  if constexpr (per_block<T>() == 2) {
+    box_muller(uniform64(b, 0), uniform64(b, 1), &z[0], &z[1]);
+  } else {
+    box_muller(uniform32(b, 0), uniform32(b, 1), &z[0], &z[1]);
+    if (lanes > 2) box_muller(uniform32(b, 2), uniform32(b, 3), &z[2], &z[3]);
+  }
+  for (int l = 0; l < lanes; ++l) out[l] = convert<T>(mean + sd * z[l]);
+}
+// random_: low + (bits mod range).
+template <class T>
+MIXT_HD inline void random_block(const philox::Block& b, T* out, int lanes, int64_t low, uint64_t range) {
+  for (int l = 0; l < lanes; ++l) {
+    if constexpr (per_block<T>() == 2) out[l] = convert<T>(randint64(b, l, low, range));
+    else out[l] = convert<T>(randint32(b, l, low, range));
+  }
+}
+
 }  // namespace mixt::rng

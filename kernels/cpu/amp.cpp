@@ -8,6 +8,7 @@
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/amp_math.h>
 #include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/common/op_checks.h>
 #include <mixt/kernels/cpu/loops.h>
@@ -21,24 +22,6 @@ namespace {
 
 constexpr uint32_t kGradDtypes = dtypes::kStandardFloat;
 
-// True when the bits of `v` encode Inf or NaN (exponent all ones): branch-free, vectorizable.
-template <class T>
-inline bool non_finite(const T& v) {
-  if constexpr (std::is_same_v<T, float>) {
-    uint32_t b;
-    std::memcpy(&b, &v, 4);
-    return (b & 0x7f800000u) == 0x7f800000u;
-  } else if constexpr (std::is_same_v<T, double>) {
-    uint64_t b;
-    std::memcpy(&b, &v, 8);
-    return (b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
-  } else if constexpr (std::is_same_v<T, Half>) {
-    return (v.x & 0x7c00u) == 0x7c00u;
-  } else {
-    return (v.x & 0x7f80u) == 0x7f80u;  // BFloat16
-  }
-}
-
 // Unscales p[0, n) in place by `inv` (unless inv == 1) and returns whether any element was non-finite.
 template <class T>
 bool unscale_chunk(T* p, int64_t n, opmath_t<T> inv) {
@@ -46,19 +29,19 @@ bool unscale_chunk(T* p, int64_t n, opmath_t<T> inv) {
   unsigned bad = 0;
   if (inv == M(1)) {
 #pragma omp simd reduction(| : bad)
-    for (int64_t i = 0; i < n; ++i) bad |= non_finite(p[i]);
+    for (int64_t i = 0; i < n; ++i) bad |= amp_math::non_finite(p[i]);
     return bad != 0;
   }
   if constexpr (std::is_same_v<T, M>) {
 #pragma omp simd reduction(| : bad)
     for (int64_t i = 0; i < n; ++i) {
-      bad |= non_finite(p[i]);
-      p[i] = p[i] * inv;
+      bad |= amp_math::non_finite(p[i]);
+      p[i] = amp_math::unscale(p[i], inv);
     }
   } else {
     for (int64_t i = 0; i < n; ++i) {
-      bad |= non_finite(p[i]);
-      p[i] = T(static_cast<M>(p[i]) * inv);
+      bad |= amp_math::non_finite(p[i]);
+      p[i] = amp_math::unscale(p[i], inv);
     }
   }
   return bad != 0;
@@ -124,42 +107,16 @@ void update_scale_kernel(OpCall& c, DispatchKeySet) {
                   "{} must be a one-element {} CPU tensor, got {}", names[i], types[i],
                   t.defined() ? t.describe() : "undefined");
   }
-  float& scale = *c.in[0].data_ptr<float>();
-  int32_t& growth = *c.in[1].data_ptr<int32_t>();
-  int32_t& hysteresis = *c.in[2].data_ptr<int32_t>();
-  int64_t& skipped = *c.in[4].data_ptr<int64_t>();
-  int64_t& floor_hits = *c.in[5].data_ptr<int64_t>();
   const auto& rule = c.attrs.get<attrs::ScaleUpdate>();
-  const double growth_factor = rule.growth_factor, backoff = rule.backoff_factor;
-  const double min_scale = rule.min_scale, max_scale = rule.max_scale;
-  const int64_t interval = rule.growth_interval, hysteresis_steps = rule.hysteresis;
-  MIXT_CHECK_OP(std::isfinite(growth_factor) && growth_factor > 0 && std::isfinite(backoff) && backoff > 0 &&
-                    min_scale >= 0 && min_scale <= max_scale && interval >= 1 && interval < (int64_t{1} << 31) &&
-                    hysteresis_steps >= 1 && hysteresis_steps < (int64_t{1} << 31),
-                c,
-                "invalid rule: growth_factor {}, backoff_factor {}, min_scale {}, max_scale {}, growth_interval {}, "
-                "hysteresis {}",
-                growth_factor, backoff, min_scale, max_scale, interval, hysteresis_steps);
-  if (found_inf != 0.0f) {
-    ++skipped;
-    growth = 0;
-    hysteresis = hysteresis > 0 ? hysteresis - 1 : 0;
-    if (hysteresis == 0) {  // the budget of tolerated overflows is spent: back off
-      if (static_cast<double>(scale) <= min_scale) ++floor_hits;
-      const double next = static_cast<double>(scale) * backoff;
-      scale = static_cast<float>(next < min_scale ? min_scale : next);
-    }
-  } else {
-    if (rule.consecutive_hysteresis) hysteresis = static_cast<int32_t>(hysteresis_steps);
-    if (growth + 1 == interval) {  // exact equality, as PyTorch
-      growth = 0;
-      hysteresis = static_cast<int32_t>(hysteresis_steps);
-      const auto next = static_cast<float>(static_cast<double>(scale) * growth_factor);
-      if (std::isfinite(next)) scale = static_cast<double>(next) > max_scale ? static_cast<float>(max_scale) : next;
-    } else {
-      ++growth;
-    }
-  }
+  const amp_math::ScaleRuleValues r = checked_scale_rule(c, rule);
+  amp_math::ScaleState s{*c.in[0].data_ptr<float>(), *c.in[1].data_ptr<int32_t>(), *c.in[2].data_ptr<int32_t>(),
+                         *c.in[4].data_ptr<int64_t>(), *c.in[5].data_ptr<int64_t>()};
+  amp_math::update_scale(s, found_inf != 0.0f, r);
+  *c.in[0].data_ptr<float>() = s.scale;
+  *c.in[1].data_ptr<int32_t>() = s.growth_tracker;
+  *c.in[2].data_ptr<int32_t>() = s.hysteresis_tracker;
+  *c.in[4].data_ptr<int64_t>() = s.skipped_steps;
+  *c.in[5].data_ptr<int64_t>() = s.floor_hits;
   c.out[0] = c.in[0];
 }
 

@@ -6,6 +6,8 @@
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/convert.h>
+#include <mixt/kernels/common/factory_checks.h>
+#include <mixt/kernels/common/factory_math.h>
 #include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
@@ -90,29 +92,6 @@ void fill_kernel(OpCall& c, DispatchKeySet) {
   c.out[0] = self;
 }
 
-constexpr int64_t kMaxArange = int64_t{1} << 50;
-
-// Number of arange elements; int64 arithmetic when every bound is an integer.
-int64_t arange_size(const OpCall& c, bool exact) {
-  const auto& a = c.attrs.get<attrs::Arange>();
-  const Scalar &s0 = a.start, &s1 = a.end, &s2 = a.step;
-  const double start = s0.to_double(), end = s1.to_double(), step = s2.to_double();
-  MIXT_CHECK_OP(step > 0 || step < 0, c, "step must be nonzero (got {})", s2);
-  MIXT_CHECK_OP(std::isfinite(start) && std::isfinite(end), c, "unsupported range: {} -> {}", s0, s1);
-  MIXT_CHECK_OP((step > 0 && end >= start) || (step < 0 && end <= start), c,
-                "upper bound {} and lower bound {} are inconsistent with the step's sign ({})", s1, s0, s2);
-  if (exact) {
-    const __int128 a = s0.to_int(), b = s1.to_int(), st = s2.to_int();
-    const __int128 n = (b - a + st - (st > 0 ? 1 : -1)) / st;
-    MIXT_CHECK_OP(n <= kMaxArange, c, "range {} -> {} step {} has too many elements", s0, s1, s2);
-    return static_cast<int64_t>(n);
-  }
-  const double n = std::ceil((end - start) / step);
-  MIXT_CHECK_OP(n >= 0 && n <= static_cast<double>(kMaxArange), c, "range {} -> {} step {} has too many elements",
-                s0, s1, s2);
-  return static_cast<int64_t>(n);
-}
-
 // arange: start + i * step for i < ceil((end - start) / step).
 void arange_kernel(OpCall& c, DispatchKeySet) {
   const ScalarType dtype = c.attrs.dtype;
@@ -128,13 +107,12 @@ void arange_kernel(OpCall& c, DispatchKeySet) {
       // Unsigned arithmetic: the wrap-around of out-of-range values is defined.
       const auto start = static_cast<uint64_t>(a.start.to_int()), step = static_cast<uint64_t>(a.step.to_int());
       parallel_for(n, kParallelGrain, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i)
-          p[i] = convert<T>(static_cast<int64_t>(start + static_cast<uint64_t>(i) * step));
+        for (int64_t i = b; i < e; ++i) p[i] = convert<T>(factory_math::arange_int(start, step, i));
       });
     } else {
       const double start = a.start.to_double(), step = a.step.to_double();
       parallel_for(n, kParallelGrain, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) p[i] = convert<T>(start + static_cast<double>(i) * step);
+        for (int64_t i = b; i < e; ++i) p[i] = convert<T>(factory_math::arange_double(start, step, i));
       });
     }
   });
@@ -148,19 +126,12 @@ void linspace_kernel(OpCall& c, DispatchKeySet) {
   MIXT_CHECK_OP(steps >= 0, c, "number of steps must be non-negative (got {})", steps);
   MIXT_CHECK_OP(c.attrs.dtype != kBool, c, "not implemented for dtype bool");
   Tensor out = new_output(c, {steps});
-  const double start = a.start.to_double(), end = a.end.to_double();
-  // Note: the first half counts up from start, the second half down from end, so both endpoints are exact.
-  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
-  const int64_t halfway = steps / 2;
+  const factory_math::Linspace l = factory_math::make_linspace(a.start.to_double(), a.end.to_double(), steps);
   visit_dtype<dtypes::kNumeric>(c.attrs.dtype, "linspace", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = static_cast<T*>(out.data_ptr());
     parallel_for(steps, kParallelGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const double v = i < halfway ? start + step * static_cast<double>(i)
-                                     : end - step * static_cast<double>(steps - 1 - i);
-        p[i] = convert<T>(steps == 1 ? start : v);
-      }
+      for (int64_t i = b; i < e; ++i) p[i] = convert<T>(factory_math::linspace_value(l, i));
     });
   });
   set_output(c, out);

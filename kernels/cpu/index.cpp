@@ -11,6 +11,8 @@
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/convert.h>
 #include <mixt/kernels/common/host_copy.h>
+#include <mixt/kernels/common/index_checks.h>
+#include <mixt/kernels/common/index_math.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/dtype_visit.h>
@@ -19,7 +21,8 @@
 namespace mixt::cpu {
 namespace {
 
-constexpr uint32_t kIndexDtypes = dtypes::bit(kInt32) | dtypes::bit(kInt64);
+using index_checks::at_least_1d;
+using index_checks::kIndexDtypes;
 
 // Calls f(TypeTag<U>) with the unsigned integer type of `size` bytes (a dtype's element size).
 template <class F>
@@ -44,11 +47,6 @@ uint64_t value_bits(const Scalar& value, ScalarType dtype, const char* op) {
   return bits;
 }
 
-// `t` as a 1-D view of one element when it is 0-dim (PyTorch treats 0-dim operands of indexing ops so).
-Tensor at_least_1d(const Tensor& t) {
-  return t.dim() == 0 ? make_view(t, {1}, {1}, t.storage_offset()) : t;
-}
-
 // Every input is a CPU tensor.
 void check_cpu(const OpCall& c) {
   for (int i = 0; i < c.n_in; ++i)
@@ -59,8 +57,7 @@ void check_cpu(const OpCall& c) {
 // No two elements of `t` share memory (it can be written element by element).
 // Values of `index` in row-major order, wrapped into [0, size); raises on the first value outside [-size, size).
 std::vector<int64_t> read_indices(const OpCall& c, const Tensor& index, int64_t size, int64_t dim) {
-  MIXT_CHECK_OP(dtypes::contains(kIndexDtypes, index.dtype()), c, "expects an int64 or int32 index tensor, got {}",
-                index.dtype());
+  index_checks::check_index_dtype(c, index);
   const Tensor src = host::contiguous(index, c);
   std::vector<int64_t> out(static_cast<size_t>(src.numel()));
   visit_dtype<kIndexDtypes>(src.dtype(), op_name(c.op).data(), [&](auto tag) {
@@ -158,15 +155,9 @@ void index_select_kernel(OpCall& c, DispatchKeySet) {
   check_cpu(c);
   const Tensor& self = c.in[0];
   const Tensor& index = c.in[1];
-  MIXT_CHECK_OP(index.dim() <= 1, c, "the index must be a vector (got {} dimensions)", index.dim());
-  const int d =
-      static_cast<int>(wrap_dim(c.attrs.get<attrs::Dim>().dim, std::max<int64_t>(self.dim(), 1), "index_select"));
-  MIXT_CHECK_OP(self.dim() > 0 || index.numel() == 1, c, "an index into a 0-dim tensor has one value, got {}",
-                index.numel());
+  const auto [d, sizes] = index_checks::check_index_select(c, self, index);
   const Tensor self1 = at_least_1d(self);
   const std::vector<int64_t> idx = read_indices(c, index, self1.sizes()[d], d);
-  Shape sizes = self.sizes();
-  if (self.dim() > 0) sizes[d] = index.numel();
   const Tensor out = result_buffer(c, sizes, self.dtype());
   select_into(at_least_1d(out), self1, d, idx);
   set_result(c, out);
@@ -177,16 +168,8 @@ void embedding_kernel(OpCall& c, DispatchKeySet) {
   check_cpu(c);
   const Tensor& weight = c.in[0];
   const Tensor& indices = c.in[1];
-  MIXT_CHECK_OP(weight.dim() == 2, c, "the weight must be 2-D [num_embeddings, dim], got {} dimensions",
-                weight.dim());
-  const int64_t num = weight.sizes()[0];
-  const std::optional<int64_t> pad = c.attrs.get<attrs::Embedding>().padding_idx;
-  MIXT_CHECK_OP(!pad || (*pad >= 0 && *pad < num), c, "padding_idx {} is out of range for {} embeddings", *pad, num);
-  MIXT_CHECK_OP(indices.dim() < kMaxDims, c, "indices of {} dimensions give a result beyond {} dimensions",
-                indices.dim(), kMaxDims);
-  const std::vector<int64_t> idx = read_indices(c, indices, num, 0);
-  Shape sizes = indices.sizes();
-  sizes.push_back(weight.sizes()[1]);
+  const Shape sizes = index_checks::check_embedding(c, weight, indices);
+  const std::vector<int64_t> idx = read_indices(c, indices, weight.sizes()[0], 0);
   const Tensor out = result_buffer(c, sizes, weight.dtype());
   const int64_t rows = static_cast<int64_t>(idx.size());
   select_into(make_view(out, {rows, weight.sizes()[1]}, contiguous_strides({rows, weight.sizes()[1]}),
@@ -199,13 +182,7 @@ void embedding_kernel(OpCall& c, DispatchKeySet) {
 void gather_kernel(OpCall& c, DispatchKeySet) {
   check_cpu(c);
   const Tensor self = at_least_1d(c.in[0]), index = at_least_1d(c.in[1]);
-  const int d = static_cast<int>(wrap_dim(c.attrs.get<attrs::Dim>().dim, self.dim(), "gather"));
-  MIXT_CHECK_OP(index.dim() == self.dim(), c, "the index must have as many dimensions as the input ({} vs {})",
-                index.dim(), self.dim());
-  for (int k = 0; k < self.dim(); ++k)
-    MIXT_CHECK_OP(k == d || index.sizes()[k] <= self.sizes()[k], c,
-                  "index size {} exceeds the input's size {} at dimension {} (other than dim {})", index.sizes()[k],
-                  self.sizes()[k], k, d);
+  const int d = index_checks::check_gather(c, self, index);
   const std::vector<int64_t> idx = read_indices(c, index, self.sizes()[d], d);
   const Tensor out = result_buffer(c, c.in[1].sizes(), self.dtype());
   // Operand 0 walks both the output and idx (both contiguous in the index's shape).
@@ -226,39 +203,18 @@ void gather_kernel(OpCall& c, DispatchKeySet) {
 // out[... idx ...] = src (or value), or += src.
 void scatter_common(OpCall& c, bool add) {
   check_cpu(c);
-  const bool has_src = c.n_in > 2 && c.in[2].defined();
-  // scatter_add's attributes are just the dim; scatter's add the value written without a src.
-  const int64_t dim = add ? c.attrs.get<attrs::Dim>().dim : c.attrs.get<attrs::Scatter>().dim;
-  const Scalar value = add ? Scalar() : c.attrs.get<attrs::Scatter>().value;
-  MIXT_CHECK_OP(has_src || value.has_value(), c, "expects a src tensor or a value");
+  index_checks::ScatterCall sa = index_checks::check_scatter(c, add);
+  const bool has_src = sa.has_src;
+  const Scalar value = sa.value;
   const Tensor& self_in = c.in[0];
-  const Tensor index = at_least_1d(c.in[1]);
-  const int nd = static_cast<int>(std::max<int64_t>(self_in.dim(), 1));
-  const int d = static_cast<int>(wrap_dim(dim, nd, op_name(c.op).data()));
-  MIXT_CHECK_OP(index.dim() == nd, c, "the index must have as many dimensions as self ({} vs {})", index.dim(), nd);
-  Tensor src = has_src ? at_least_1d(c.in[2]) : Tensor();
-  if (has_src) {
-    MIXT_CHECK_OP(src.dim() == nd, c, "src must have as many dimensions as self ({} vs {})", src.dim(), nd);
-    MIXT_CHECK_OP(src.dtype() == self_in.dtype(), c, "self ({}) and src ({}) must have one dtype", self_in.dtype(),
-                  src.dtype());
-  }
+  const Tensor index = sa.index;
+  const int nd = index.dim();
+  const int d = sa.dim;
+  Tensor src = sa.src;
   const Tensor self1 = at_least_1d(self_in);
-  for (int k = 0; k < nd; ++k) {
-    MIXT_CHECK_OP(k == d || index.sizes()[k] <= self1.sizes()[k], c,
-                  "index size {} exceeds self's size {} at dimension {} (other than dim {})", index.sizes()[k],
-                  self1.sizes()[k], k, d);
-    MIXT_CHECK_OP(!has_src || index.sizes()[k] <= src.sizes()[k], c,
-                  "index size {} exceeds src's size {} at dimension {}", index.sizes()[k], src.sizes()[k], k);
-  }
   const std::vector<int64_t> idx = read_indices(c, index, self1.sizes()[d], d);
-  // The result: self itself (in place), the caller's out[0], or a clone of self.
-  const bool inplace = c.op == OpId::scatter_ || c.op == OpId::scatter_add_;
-  Tensor out = c.out[0].defined() ? c.out[0]
-               : inplace          ? self_in
-                                  : make_empty(self_in.sizes(), self_in.dtype(), Device::cpu());
-  MIXT_CHECK_OP(out.sizes() == self_in.sizes() && out.dtype() == self_in.dtype(), c,
-                "the output is {} but self is {}", out.describe(), self_in.describe());
-  check_writable(c, out);
+  Tensor out =
+      index_checks::scatter_output(c, [&] { return make_empty(self_in.sizes(), self_in.dtype(), Device::cpu()); });
   if (has_src && src.shares_storage(out)) src = host::copied(src, src.dtype(), c);
   if (!out.is_same(self_in)) host::copy_into(out, self_in, c);
   c.out[0] = out;
@@ -276,8 +232,7 @@ void scatter_common(OpCall& c, bool add) {
         for (int64_t k = 0; k < len; ++k) {
           T& dst = o[off[0] + idx[off[2] + k * L.strides[2][d]] * os];
           const T v = s[off[1] + k * ss];
-          if constexpr (std::is_same_v<T, bool>) dst = dst || v;
-          else dst = convert<T>(static_cast<opmath_t<T>>(dst) + static_cast<opmath_t<T>>(v));
+          dst = index_math::scatter_add_value(dst, v);
         }
       });
     });
@@ -308,17 +263,10 @@ void masked_fill_kernel(OpCall& c, DispatchKeySet) {
   check_cpu(c);
   const Tensor& self = c.in[0];
   Tensor mask = c.in[1];
-  MIXT_CHECK_OP(mask.dtype() == kBool, c, "expects a bool mask, got {}", mask.dtype());
   const Scalar& value = c.attrs.get<attrs::Value>().value;
-  MIXT_CHECK_OP(value.has_value(), c, "no fill value given");
-  const bool inplace = c.op == OpId::masked_fill_;
-  const Shape shape = broadcast_shapes(self.sizes(), mask.sizes(), op_name(c.op).data());
-  MIXT_CHECK_OP(!inplace || shape == self.sizes(), c, "the mask of shape {} does not broadcast to self's shape {}",
-                mask.sizes(), self.sizes());
-  Tensor out = c.out[0].defined() ? c.out[0] : inplace ? self : make_empty(shape, self.dtype(), Device::cpu());
-  MIXT_CHECK_OP(out.sizes() == shape && out.dtype() == self.dtype(), c, "the output is {} but the result is {}{}",
-                out.describe(), self.dtype(), shape);
-  check_writable(c, out);
+  const Shape shape = index_checks::check_masked_fill(c);
+  Tensor out =
+      index_checks::masked_fill_output(c, shape, [&] { return make_empty(shape, self.dtype(), Device::cpu()); });
   if (mask.shares_storage(out)) mask = host::copied(mask, mask.dtype(), c);
   if (!out.is_same(self)) host::copy_into(out, self, c);
   c.out[0] = out;

@@ -9,6 +9,7 @@
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/op_checks.h>
+#include <mixt/kernels/common/optim_math.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/multi_tensor.h>
 #include <mixt/kernels/cpu/register.h>
@@ -19,44 +20,8 @@ namespace {
 
 constexpr uint32_t kParamDtypes = dtypes::kStandardFloat;
 
-// The list of one fused step, cut into its named parts and checked.
-struct StepLists {
-  std::span<const Tensor> params, grads;
-  std::vector<std::span<const Tensor>> states;  // each like the params, in the working dtype
-  std::span<const Tensor> steps;                // one-element float32/float64 counters (may be empty)
-};
-
-// The working dtype of a parameter: float64 for float64, else float32.
-ScalarType working(ScalarType t) { return t == kFloat64 ? kFloat64 : kFloat32; }
-
 StepLists split_lists(const OpCall& c, int64_t n, int n_states, bool with_steps) {
-  const int64_t parts = 2 + n_states + (with_steps ? 1 : 0);
-  MIXT_CHECK_OP(n >= 0 && static_cast<int64_t>(c.list.size()) == n * parts, c,
-                "expects {} lists of {} tensors ({} in all), got {} tensors", parts, n, n * parts, c.list.size());
-  const auto un = static_cast<size_t>(n);
-  StepLists l;
-  l.params = c.list.subspan(0, un);
-  l.grads = c.list.subspan(un, un);
-  for (int s = 0; s < n_states; ++s) l.states.push_back(c.list.subspan(un * static_cast<size_t>(2 + s), un));
-  if (with_steps) l.steps = c.list.subspan(un * static_cast<size_t>(2 + n_states), un);
-  for (size_t i = 0; i < un; ++i) {
-    const Tensor& p = l.params[i];
-    check_step_parameter(c, i, p, Device::cpu());
-    const Tensor& g = l.grads[i];
-    MIXT_CHECK_OP(g.device().is_cpu() && g.dtype() == p.dtype() && g.is_contiguous() && g.sizes() == p.sizes(), c,
-                  "gradient {} is {}, parameter {} (a contiguous gradient of the parameter's dtype and shape)", i,
-                  g.describe(), p.describe());
-    for (const auto& st : l.states)
-      MIXT_CHECK_OP(st[i].device().is_cpu() && st[i].dtype() == working(p.dtype()) && st[i].is_contiguous() &&
-                        st[i].sizes() == p.sizes(),
-                    c, "state tensor {} is {}, expected {} like parameter {}", i, st[i].describe(),
-                    working(p.dtype()), p.describe());
-    if (with_steps)
-      MIXT_CHECK_OP(l.steps[i].numel() == 1 && l.steps[i].device().is_cpu() &&
-                        (l.steps[i].dtype() == kFloat32 || l.steps[i].dtype() == kFloat64),
-                    c, "step counter {} must be a one-element float CPU tensor, got {}", i, l.steps[i].describe());
-  }
-  return l;
+  return split_step_lists(c, n, n_states, with_steps, Device::cpu());
 }
 
 // True when the optional found_inf input says to skip the step.
@@ -103,33 +68,20 @@ void with_flags(F&& f, bool first, Rest... rest) {
   else with_flags<Done..., false>(f, rest...);
 }
 
-// A gradient element in the compute type M (through float for the 16-bit types).
-template <class M, class G>
-inline M load_grad(const G& g) {
-  if constexpr (std::is_same_v<G, double> || std::is_same_v<G, float>) return static_cast<M>(g);
-  else return static_cast<M>(static_cast<float>(g));
-}
-
-// Per-parameter constants of one Adam step.
-struct AdamStep {
-  double step_size, bias_correction2_sqrt;
-};
-
 void adam_kernel(OpCall& c, DispatchKeySet) {
   const auto& a = c.attrs.get<attrs::AdamStep>();
   const bool amsgrad = a.amsgrad, decoupled = a.decoupled_weight_decay;
   const StepLists l = split_lists(c, a.num_params, amsgrad ? 3 : 2, true);
   if (skip_step(c)) return;
   const double lr = a.lr, beta1 = a.beta1, beta2 = a.beta2, eps = a.eps, wd = a.weight_decay;
-  std::vector<AdamStep> consts(l.params.size());
+  std::vector<optim_math::AdamStepScalars> consts(l.params.size());
   for (size_t i = 0; i < l.params.size(); ++i) {
     const double step = read_step(l.steps[i]) + 1.0;
     write_step(l.steps[i], step);
-    consts[i] = {lr / (1.0 - std::pow(beta1, step)), std::sqrt(1.0 - std::pow(beta2, step))};
+    consts[i] = optim_math::adam_step_scalars(lr, beta1, beta2, step);
   }
   // AdamW decays the parameter (a multiplication by exactly 1 when it does not);
   // Adam adds the L2 term to the gradient.
-  const double decay = decoupled ? 1.0 - lr * wd : 1.0;
   const bool l2 = !decoupled && wd != 0.0;
   for_each_chunk(l, "adam_step_", [&]<class P>(size_t t, int64_t b, int64_t e) {
     using M = opmath_t<P>;  // float, or double for float64 parameters
@@ -138,21 +90,9 @@ void adam_kernel(OpCall& c, DispatchKeySet) {
     M* m = l.states[0][t].data_ptr<M>();
     M* v = l.states[1][t].data_ptr<M>();
     M* vmax = amsgrad ? l.states[2][t].data_ptr<M>() : nullptr;
-    const M step_size = static_cast<M>(consts[t].step_size), bc2 = static_cast<M>(consts[t].bias_correction2_sqrt);
-    const M b1 = static_cast<M>(1.0 - beta1), b2 = static_cast<M>(beta2), one_b2 = static_cast<M>(1.0 - beta2);
-    const M decay_ = static_cast<M>(decay), wd_ = static_cast<M>(wd), eps_ = static_cast<M>(eps);
+    const auto k = optim_math::adam_consts<M>(consts[t], lr, beta1, beta2, eps, wd, decoupled);
     with_flags([&]<bool L2, bool Ams>() {
-      for (int64_t i = b; i < e; ++i) {
-        const M param = static_cast<M>(p[i]) * decay_;
-        M grad = load_grad<M>(g[i]);
-        if constexpr (L2) grad += wd_ * param;
-        m[i] += b1 * (grad - m[i]);
-        v[i] = v[i] * b2 + one_b2 * grad * grad;
-        M second = v[i];
-        if constexpr (Ams) second = vmax[i] = vmax[i] > v[i] ? vmax[i] : v[i];
-        const M denom = std::sqrt(second) / bc2 + eps_;
-        p[i] = static_cast<P>(param - step_size * m[i] / denom);
-      }
+      for (int64_t i = b; i < e; ++i) optim_math::adam_update<L2, Ams>(p, g, m, v, vmax, i, k);
     }, l2, amsgrad);
   });
 }
@@ -174,20 +114,10 @@ void sgd_kernel(OpCall& c, DispatchKeySet) {
     P* p = l.params[t].data_ptr<P>();
     const P* g = l.grads[t].data_ptr<P>();
     M* buf = with_momentum ? l.states[0][t].data_ptr<M>() : nullptr;
-    const M lr_ = static_cast<M>(lr), mom = static_cast<M>(momentum), damp = static_cast<M>(1.0 - dampening);
-    const M wd_ = static_cast<M>(wd);
+    const auto k = optim_math::sgd_consts<M>(lr, momentum, dampening, wd);
     const bool init = with_momentum && first[t];  // the first step copies the gradient into the buffer
     with_flags([&]<bool L2, bool Momentum, bool Nesterov>() {
-      for (int64_t i = b; i < e; ++i) {
-        const M param = static_cast<M>(p[i]);
-        M d = load_grad<M>(g[i]);
-        if constexpr (L2) d += wd_ * param;
-        if constexpr (Momentum) {
-          buf[i] = init ? d : buf[i] * mom + damp * d;
-          d = Nesterov ? d + mom * buf[i] : buf[i];
-        }
-        p[i] = static_cast<P>(param - lr_ * d);
-      }
+      for (int64_t i = b; i < e; ++i) optim_math::sgd_update<L2, Momentum, Nesterov>(p, g, buf, i, init, k);
     }, wd != 0.0, with_momentum, nesterov);
   });
 }

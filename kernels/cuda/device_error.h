@@ -7,8 +7,8 @@
 // anyway: cuda::synchronize(), Stream/Event::synchronize and every device-to-host copy
 // (so item(), to(cpu) and printing raise it). The word lives in mapped, page-locked host
 // memory, so reading it costs no transfer. Shared by .cu and .cpp files (no fmt).
-// Status: the host side is in place; no kernel on main reports into the word yet (the
-// data-checking kernels arrive with the rest of the CUDA backend), and none has run on a GPU.
+// Status: the indexing kernels (kernels/cuda/index.cu) report into the word; none has run
+// on a GPU yet.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,11 @@ enum class DeviceError : uint32_t {
   None = 0,
   IntegerDivisionByZero = 1,
   IndexOutOfBounds = 2,
+  // The indexing kernels' codes (kernels/cuda/index.cu): which op met the bad index.
+  IndexSelectOutOfBounds = 3,
+  EmbeddingOutOfBounds = 4,
+  GatherOutOfBounds = 5,
+  ScatterOutOfBounds = 6,
 };
 
 // What `e` means, for the error message.
@@ -27,6 +32,10 @@ constexpr const char* device_error_text(DeviceError e) {
     case DeviceError::None: return "no error";
     case DeviceError::IntegerDivisionByZero: return "integer division by zero";
     case DeviceError::IndexOutOfBounds: return "index out of bounds";
+    case DeviceError::IndexSelectOutOfBounds: return "an index_select index out of bounds for its dimension";
+    case DeviceError::EmbeddingOutOfBounds: return "an embedding index out of range of the weight's rows";
+    case DeviceError::GatherOutOfBounds: return "a gather index out of bounds for its dimension";
+    case DeviceError::ScatterOutOfBounds: return "a scatter/scatter_add index out of bounds for its dimension";
   }
   return "an unknown device error";
 }

@@ -1,10 +1,15 @@
-// Factories and fills on CUDA: empty, full and fill_. Values convert as on the
-// CPU (Scalar::to<T>: a value outside an integer dtype's range raises, Note
-// [Scalar conversions]); zero-bit fills of dense tensors use cudaMemsetAsync.
+// Factories and fills on CUDA: empty, full, fill_, arange, linspace and eye. Values
+// convert as on the CPU (Scalar::to<T>: a value outside an integer dtype's range raises,
+// Note [Scalar conversions]); zero-bit fills of dense tensors use cudaMemsetAsync; arange
+// and linspace use the CPU's formulas (kernels/common/factory_math.h).
 #include <cstring>
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/factory_checks.h>
+#include <mixt/kernels/common/factory_math.h>
+#include <mixt/kernels/cuda/factory.h>
+#include <mixt/kernels/cuda/factory_launch.h>
 #include <mixt/kernels/cuda/host.h>
 #include <mixt/kernels/cuda/register.h>
 #include <mixt/kernels/cuda/stream.h>
@@ -69,12 +74,105 @@ void fill_kernel(OpCall& c, DispatchKeySet) {
   c.out[0] = t;
 }
 
+// A dense result of attrs.dtype for the computed factories: the caller's out[0] when it is
+// dense and of that dtype, else a new tensor (copied into out[0] by finish_output).
+Tensor dense_output(OpCall& c, const Shape& sizes) {
+  Tensor out = factory_output(c, sizes);
+  if (out.is_contiguous() && out.dtype() == c.attrs.dtype) return out;
+  return make_empty(sizes, c.attrs.dtype, c.attrs.device);
+}
+
+void finish_output(OpCall& c, const Tensor& result) {
+  if (!c.out[0].defined() || c.out[0].is_same(result)) {
+    c.out[0] = result;
+    return;
+  }
+  const Tensor& dst = c.out[0];
+  MIXT_CHECK_OP(cast_supported(result.dtype(), dst.dtype()), c,
+                "writing a {} result into the {} output is not implemented on CUDA", result.dtype(), dst.dtype());
+  DeviceGuard guard(dst.device().index(), op_name(c.op).data());
+  move_elements(dst, result, current_native_stream(dst.device().index()), op_name(c.op).data());
+}
+
+void arange_kernel(OpCall& c, DispatchKeySet) {
+  const ScalarType dtype = c.attrs.dtype;
+  MIXT_CHECK_OP(dtype != kBool, c, "not implemented for dtype bool");
+  const auto& at = c.attrs.get<attrs::Arange>();
+  const bool exact = !at.start.is_floating() && !at.end.is_floating() && !at.step.is_floating();
+  const int64_t n = arange_size(c, exact);
+  Tensor out = dense_output(c, {n});
+  ArangeArgs a;
+  a.out = out.data_ptr();
+  a.n = n;
+  a.dtype = dtype;
+  a.exact = exact && is_integral(dtype);
+  if (a.exact) {
+    a.start_int = static_cast<uint64_t>(at.start.to_int());
+    a.step_int = static_cast<uint64_t>(at.step.to_int());
+  }
+  a.start = at.start.to_double();
+  a.step = at.step.to_double();
+  DeviceGuard guard(c.attrs.device.index(), "arange");
+  check(launch_arange(a, current_native_stream(c.attrs.device.index())), "arange");
+  finish_output(c, out);
+}
+
+void linspace_kernel(OpCall& c, DispatchKeySet) {
+  const auto& at = c.attrs.get<attrs::Linspace>();
+  MIXT_CHECK_OP(at.steps >= 0, c, "number of steps must be non-negative (got {})", at.steps);
+  MIXT_CHECK_OP(c.attrs.dtype != kBool, c, "not implemented for dtype bool");
+  Tensor out = dense_output(c, {at.steps});
+  LinspaceArgs a;
+  a.out = out.data_ptr();
+  a.l = factory_math::make_linspace(at.start.to_double(), at.end.to_double(), at.steps);
+  a.dtype = c.attrs.dtype;
+  DeviceGuard guard(c.attrs.device.index(), "linspace");
+  check(launch_linspace(a, current_native_stream(c.attrs.device.index())), "linspace");
+  finish_output(c, out);
+}
+
+void eye_kernel(OpCall& c, DispatchKeySet) {
+  const int64_t n = c.attrs.get<attrs::Eye>().rows, m = c.attrs.get<attrs::Eye>().cols;
+  MIXT_CHECK_OP(n >= 0 && m >= 0, c, "eye needs non-negative sizes (got {} x {})", n, m);
+  Tensor out = dense_output(c, {n, m});
+  fill_tensor(out, Scalar(0), c);
+  if (out.numel() > 0) {
+    DeviceGuard guard(c.attrs.device.index(), "eye");
+    check(launch_eye_diagonal(out.data_ptr(), n, m, static_cast<int>(out.element_size()),
+                              value_bits(out.dtype(), Scalar(1)), current_native_stream(c.attrs.device.index())),
+          "eye");
+  }
+  finish_output(c, out);
+}
+
 }  // namespace
+
+void move_elements(const Tensor& dst, const Tensor& src, cudaStream_t stream, const char* op) {
+  if (dst.numel() == 0) return;
+  const OperandGeometry geom[2] = {{&dst.sizes(), &dst.strides(), dst.element_size()},
+                                   {&src.sizes(), &src.strides(), src.element_size()}};
+  CastArgs a;
+  a.layout = make_launch_layout(dst.sizes(), geom);
+  a.dst = dst.data_ptr();
+  a.src = src.data_ptr();
+  a.dst_dtype = dst.dtype();
+  a.src_dtype = src.dtype();
+  check(launch_cast(a, stream), op);
+}
+
+Tensor dense_copy(const Tensor& t, cudaStream_t stream, const char* op) {
+  Tensor out = make_empty(t.sizes(), t.dtype(), t.device());
+  move_elements(out, t, stream, op);
+  return out;
+}
 
 void register_factory_kernels() {
   register_kernel(OpId::empty, DispatchKey::CUDA, empty_kernel);
   register_kernel(OpId::full, DispatchKey::CUDA, full_kernel);
   register_kernel(OpId::fill_, DispatchKey::CUDA, fill_kernel);
+  register_kernel(OpId::arange, DispatchKey::CUDA, arange_kernel);
+  register_kernel(OpId::linspace, DispatchKey::CUDA, linspace_kernel);
+  register_kernel(OpId::eye, DispatchKey::CUDA, eye_kernel);
 }
 
 }  // namespace mixt::cuda

@@ -3,6 +3,11 @@
 
 namespace mixt::cuda {
 void register_copy_kernels();     // copy_
-void register_factory_kernels();  // empty, full, fill_
+void register_factory_kernels();  // empty, full, fill_, arange, linspace, eye
 void register_binary_kernels();   // add, add_, mul, mul_
+void register_amp_kernels();         // amp_unscale_check_, amp_update_scale_
+void register_optim_step_kernels();  // adam_step_, sgd_step_
+void register_random_kernels();      // uniform_, normal_, random_
+void register_index_kernels();       // embedding, gather, index_select, masked_fill(_), scatter(_), scatter_add(_)
+void register_conv_kernels();        // im2col, col2im
 }  // namespace mixt::cuda

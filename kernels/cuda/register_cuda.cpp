@@ -11,6 +11,11 @@ void register_cuda_kernels() {
   cuda::register_copy_kernels();
   cuda::register_factory_kernels();
   cuda::register_binary_kernels();
+  cuda::register_amp_kernels();
+  cuda::register_optim_step_kernels();
+  cuda::register_random_kernels();
+  cuda::register_index_kernels();
+  cuda::register_conv_kernels();
   set_allocator(DeviceType::CUDA, cuda::cuda_allocator());
 }
 

@@ -69,19 +69,19 @@ void add_creation_cases(Builder& b) {
         })
       .with([](const Refs&, ScalarType dt) { return ref::full({2, 3}, dt == kBool ? 1 : 3); }, kExact);
   // Computed in double and rounded once (e5m2 rounds 11 to 12, half an ulp away).
-  b.add("arange", OpId::arange, N, kNoCuda, [](ScalarType) { return CaseInputs{}; },
+  b.add("arange", OpId::arange, N, N, [](ScalarType) { return CaseInputs{}; },
         [](const std::vector<Tensor>&, ScalarType dt, Device dev) {
           return arange(1, 12, 2, {.dtype = dt, .device = dev});
         })
       .with([](const Refs&, ScalarType) { return ref::arange(1, 12, 2); }, kExact);
   // Integer dtypes truncate the double values toward zero.
-  b.add("linspace", OpId::linspace, N, kNoCuda, [](ScalarType) { return CaseInputs{}; },
+  b.add("linspace", OpId::linspace, N, N, [](ScalarType) { return CaseInputs{}; },
         [](const std::vector<Tensor>&, ScalarType dt, Device dev) {
           return linspace(-2, 2, 9, {.dtype = dt, .device = dev});
         })
       .with([](const Refs&, ScalarType dt) { return ref::map(ref::linspace(-2, 2, 9), [dt](double v) { return stored(dt, v); }); },
             kExact);
-  b.add("eye", OpId::eye, A, kNoCuda, [](ScalarType) { return CaseInputs{}; },
+  b.add("eye", OpId::eye, A, A, [](ScalarType) { return CaseInputs{}; },
         [](const std::vector<Tensor>&, ScalarType dt, Device dev) { return eye(3, 4, {.dtype = dt, .device = dev}); })
       .with([](const Refs&, ScalarType) { return ref::eye(3, 4); }, kExact);
   b.unary_("fill_", OpId::fill_, A, A, -2, 2, [](Tensor& t) { fill_(t, t.dtype() == kBool ? 1 : 2); })
@@ -89,14 +89,14 @@ void add_creation_cases(Builder& b) {
   // Random ops: a fixed seed, 4000 draws, moments of the distribution as the dtype rounds it.
   auto draws = [](ScalarType dt) { return CaseInputs{{zeros({4000}, {.dtype = dt})}, 0b1}; };
   auto uniform_pdf = [](double x) { return x >= -1 && x < 3 ? 0.25 : 0.0; };
-  b.unary_("uniform_", OpId::uniform_, F, kNoCuda, 0, 0, [](Tensor& t) {
+  b.unary_("uniform_", OpId::uniform_, F, F, 0, 0, [](Tensor& t) {
      Generator g(kSeed);
      uniform_(t, -1.0, 3.0, &g);
    }).make = draws;
   b.cases.back().check = [uniform_pdf](const Tensor& r, ScalarType dt) {
     random_check("uniform_", -1.0, 3.0, quantized_moments(dt, uniform_pdf, -1.0, 3.0, 3.0), 1.8)(r, dt);
   };
-  b.unary_("normal_", OpId::normal_, F, kNoCuda, 0, 0, [](Tensor& t) {
+  b.unary_("normal_", OpId::normal_, F, F, 0, 0, [](Tensor& t) {
      Generator g(kSeed);
      normal_(t, 2.0, 0.5, &g);
    }).make = draws;
@@ -104,7 +104,7 @@ void add_creation_cases(Builder& b) {
     auto pdf = [](double x) { return std::exp(-2 * (x - 2) * (x - 2)); };  // N(2, 0.5), unnormalized
     random_check("normal_", -INFINITY, INFINITY, quantized_moments(dt, pdf, -1, 5), 3.0)(r, dt);
   };
-  b.unary_("random_", OpId::random_, N, kNoCuda, 0, 0, [](Tensor& t) {
+  b.unary_("random_", OpId::random_, N, N, 0, 0, [](Tensor& t) {
      Generator g(kSeed);
      random_(t, 0, 8, &g);
    }).make = draws;
@@ -151,11 +151,11 @@ void add_view_and_movement_cases(Builder& b) {
 }
 
 void add_index_cases(Builder& b) {
-  b.add("index_select", OpId::index_select, A, kNoCuda,
+  b.add("index_select", OpId::index_select, A, A,
         [](ScalarType dt) { return CaseInputs{{data(dt, {4, 5}, -3, 3, 4), index_tensor({3, 0, 3}, {3})}, 0b01}; },
         [](const std::vector<Tensor>& in, ScalarType, Device) { return index_select(in[0], 1, in[1]); })
       .with([](const Refs& in, ScalarType) { return ref::index_select(in[0], 1, in[1]); }, kExact);
-  b.add("gather", OpId::gather, A, kNoCuda,
+  b.add("gather", OpId::gather, A, A,
         [](ScalarType dt) {
           return CaseInputs{{data(dt, {3, 4}, -3, 3, 5), index_tensor({0, 3, 1, 1, 2, 0}, {3, 2})}, 0b01};
         },
@@ -167,13 +167,13 @@ void add_index_cases(Builder& b) {
                       0b101};
   };
   auto scatter_ref = [](const Refs& in, ScalarType) { return ref::scatter(in[0], 0, in[1], in[2]); };
-  b.add("scatter", OpId::scatter, A, kNoCuda, scatter_inputs,
+  b.add("scatter", OpId::scatter, A, A, scatter_inputs,
         [](const std::vector<Tensor>& in, ScalarType, Device) { return scatter(in[0], 0, in[1], in[2]); })
       .with(scatter_ref, kExact);
-  b.add("scatter/value", OpId::scatter, A, kNoCuda, scatter_inputs,
+  b.add("scatter/value", OpId::scatter, A, A, scatter_inputs,
         [](const std::vector<Tensor>& in, ScalarType, Device) { return scatter(in[0], 0, in[1], Scalar(1)); })
       .with([](const Refs& in, ScalarType) { return ref::scatter(in[0], 0, in[1], ref::full(in[1].sizes, 1)); }, kExact);
-  b.add("scatter_", OpId::scatter_, A, kNoCuda, scatter_inputs, [](const std::vector<Tensor>& in, ScalarType, Device) {
+  b.add("scatter_", OpId::scatter_, A, A, scatter_inputs, [](const std::vector<Tensor>& in, ScalarType, Device) {
      Tensor x = in[0].clone();
      return scatter_(x, 0, in[1], in[2]);
    }).with(scatter_ref, kExact);
@@ -187,10 +187,10 @@ void add_index_cases(Builder& b) {
   auto scatter_add_ref = [](const Refs& in, ScalarType dt) {
     return ref::scatter_add(in[0], 0, in[1], in[2], [dt](double v) { return stored(dt, v); });
   };
-  b.add("scatter_add", OpId::scatter_add, A, kNoCuda, scatter_add_inputs,
+  b.add("scatter_add", OpId::scatter_add, A, A, scatter_add_inputs,
         [](const std::vector<Tensor>& in, ScalarType, Device) { return scatter_add(in[0], 0, in[1], in[2]); })
       .with(scatter_add_ref, kExact);
-  b.add("scatter_add_", OpId::scatter_add_, A, kNoCuda, scatter_add_inputs,
+  b.add("scatter_add_", OpId::scatter_add_, A, A, scatter_add_inputs,
         [](const std::vector<Tensor>& in, ScalarType, Device) {
           Tensor x = in[0].clone();
           return scatter_add_(x, 0, in[1], in[2]);
@@ -200,10 +200,10 @@ void add_index_cases(Builder& b) {
     return CaseInputs{{data(dt, {3, 4}, -3, 3, 8), data(kBool, {4}, 0, 1, 9)}, 0b01};
   };
   auto mask_ref = [](const Refs& in, ScalarType) { return ref::masked_fill(in[0], in[1], 1); };
-  b.add("masked_fill", OpId::masked_fill, A, kNoCuda, mask_inputs,
+  b.add("masked_fill", OpId::masked_fill, A, A, mask_inputs,
         [](const std::vector<Tensor>& in, ScalarType, Device) { return masked_fill(in[0], in[1], Scalar(1)); })
       .with(mask_ref, kExact);
-  b.add("masked_fill_", OpId::masked_fill_, A, kNoCuda, mask_inputs,
+  b.add("masked_fill_", OpId::masked_fill_, A, A, mask_inputs,
         [](const std::vector<Tensor>& in, ScalarType, Device) {
           Tensor x = in[0].clone();
           return masked_fill_(x, in[1], Scalar(1));
@@ -216,7 +216,7 @@ void add_index_cases(Builder& b) {
         },
         [](const std::vector<Tensor>& in, ScalarType, Device) { return where(in[0], in[1], in[2]); })
       .with([](const Refs& in, ScalarType) { return ref::where(in[0], in[1], in[2]); }, kExact);
-  b.add("embedding", OpId::embedding, A, kNoCuda,
+  b.add("embedding", OpId::embedding, A, A,
         [](ScalarType dt) {
           return CaseInputs{{data(dt, {5, 3}, -3, 3, 13), index_tensor({4, 0, 4, 2, 1, 1}, {2, 3})}, 0b01};
         },

@@ -52,13 +52,13 @@ void add_amp_cases(Builder& b) {
       }
     return out;
   };
-  b.add("amp_unscale_check_", OpId::amp_unscale_check_, kGradDtypes, kNoCuda, grads(false), unscale)
+  b.add("amp_unscale_check_", OpId::amp_unscale_check_, kGradDtypes, kGradDtypes, grads(false), unscale)
       .with(unscale_ref, kExact);
-  b.add("amp_unscale_check_/non-finite", OpId::amp_unscale_check_, kGradDtypes, kNoCuda, grads(true), unscale)
+  b.add("amp_unscale_check_/non-finite", OpId::amp_unscale_check_, kGradDtypes, kGradDtypes, grads(true), unscale)
       .with(unscale_ref, kExact);
 
   // The scale update: a scripted run of finite and overflowing steps, checked step by step.
-  b.add("amp_update_scale_/trajectory", OpId::amp_update_scale_, dtypes::bit(kFloat32), kNoCuda,
+  b.add("amp_update_scale_/trajectory", OpId::amp_update_scale_, dtypes::bit(kFloat32), dtypes::bit(kFloat32),
         [](ScalarType) { return CaseInputs{{}, 0}; },
         [](const std::vector<Tensor>&, ScalarType dt, Device dev) {
           Tensor scale = full({}, 1024.0, {.dtype = dt, .device = dev});
@@ -121,11 +121,11 @@ void add_amp_cases(Builder& b) {
                                  [dt](double x) { return ulp_of(dt, x); });
     };
   };
-  b.add("adam_step_", OpId::adam_step_, kGradDtypes, kNoCuda, param_grad, adam(false, false, false))
+  b.add("adam_step_", OpId::adam_step_, kGradDtypes, kGradDtypes, param_grad, adam(false, false, false))
       .with(adam_ref(false, false, 2), step_tol);
-  b.add("adam_step_/adamw-amsgrad", OpId::adam_step_, kGradDtypes, kNoCuda, param_grad, adam(true, true, false))
+  b.add("adam_step_/adamw-amsgrad", OpId::adam_step_, kGradDtypes, kGradDtypes, param_grad, adam(true, true, false))
       .with(adam_ref(true, true, 2), step_tol);
-  b.add("adam_step_/skipped", OpId::adam_step_, kGradDtypes, kNoCuda, param_grad, adam(false, false, true))
+  b.add("adam_step_/skipped", OpId::adam_step_, kGradDtypes, kGradDtypes, param_grad, adam(false, false, true))
       .with(adam_ref(false, false, 0), kExact);
   auto sgd = [](bool nesterov) {
     return [=](const std::vector<Tensor>& in, ScalarType, Device) {
@@ -145,8 +145,8 @@ void add_amp_cases(Builder& b) {
                                  [dt](double x) { return ulp_of(dt, x); });
     };
   };
-  b.add("sgd_step_", OpId::sgd_step_, kGradDtypes, kNoCuda, param_grad, sgd(false)).with(sgd_ref(false), step_tol);
-  b.add("sgd_step_/nesterov", OpId::sgd_step_, kGradDtypes, kNoCuda, param_grad, sgd(true)).with(sgd_ref(true), step_tol);
+  b.add("sgd_step_", OpId::sgd_step_, kGradDtypes, kGradDtypes, param_grad, sgd(false)).with(sgd_ref(false), step_tol);
+  b.add("sgd_step_/nesterov", OpId::sgd_step_, kGradDtypes, kGradDtypes, param_grad, sgd(true)).with(sgd_ref(true), step_tol);
 }
 
 }  // namespace mixt::testing

@@ -332,7 +332,7 @@ void add_conv_cases(Builder& b) {
       .with([](const Refs& in, ScalarType) {
         return ref::conv2d(in[0], in[1], {}, ConvGeom{.sh = 2, .sw = 1, .ph = 1, .pw = 1, .dh = 2, .dw = 2, .groups = 2});
       }, conv_tol(8));
-  b.add("im2col", OpId::im2col, F, kNoCuda, inputs({{{2, 3, 5, 4}, -3, 3}}), run([](const Ins& in) {
+  b.add("im2col", OpId::im2col, F, F, inputs({{{2, 3, 5, 4}, -3, 3}}), run([](const Ins& in) {
           return nnf::im2col(in[0], {2, 3}, {2, 1}, {1, 1}, {1, 2});
         }))
       .with([](const Refs& in, ScalarType) {
@@ -345,7 +345,7 @@ void add_conv_cases(Builder& b) {
   // kernel {2, 3}, stride {2, 1}, padding {1, 1}, dilation {1, 2} on 5 x 4: 3 x 2 blocks. Overlaps are
   // summed in double and rounded once (at most 6 terms <= 3).
   const Tolerance overlap{0.5, 6, 18, kFloat64};
-  b.add("col2im", OpId::col2im, F, kNoCuda, inputs({{{2, 12, 6}, -3, 3}}), run([](const Ins& in) {
+  b.add("col2im", OpId::col2im, F, F, inputs({{{2, 12, 6}, -3, 3}}), run([](const Ins& in) {
           return nnf::col2im(in[0], {5, 4}, {2, 3}, {2, 1}, {1, 1}, {1, 2});
         }))
       .with([](const Refs& in, ScalarType) {

@@ -1,0 +1,19 @@
+// Host-side helpers of the CUDA kernels that write whole tensors, defined in factory.cpp
+// beside the fills: used by the kernels that compact an operand or write a result back
+// (amp, index, conv, random) without re-entering the dispatcher. Host code only.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <mixt/runtime/tensor.h>
+
+namespace mixt::cuda {
+
+// dst = src broadcast to dst's shape, both on the current CUDA device, same dtype (a raw
+// element move) or floating dtypes (launch_cast); queued on `stream`, errors name `op`.
+void move_elements(const Tensor& dst, const Tensor& src, cudaStream_t stream, const char* op);
+
+// A dense copy of `t` on its device.
+Tensor dense_copy(const Tensor& t, cudaStream_t stream, const char* op);
+
+}  // namespace mixt::cuda
