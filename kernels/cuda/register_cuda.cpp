@@ -11,6 +11,7 @@ void register_cuda_kernels() {
   cuda::register_copy_kernels();
   cuda::register_factory_kernels();
   cuda::register_binary_kernels();
+  cuda::register_gemm_kernels();
   set_allocator(DeviceType::CUDA, cuda::cuda_allocator());
 }
 
