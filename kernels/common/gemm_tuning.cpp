@@ -3,6 +3,7 @@
 // clear_plan_cache).
 #include <mixt/kernels/common/gemm_tuning.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>

@@ -121,6 +121,7 @@ struct Plan {
   PlanSource source = PlanSource::Heuristic;
   std::vector<cublasLtMatmulHeuristicResult_t> candidates;  // kept until the autotune has run
   bool needs_tuning = false;
+  bool unsupported = false;  // neither cuBLASLt nor cuBLAS has an algorithm (cached, so asked once)
   std::mutex mu;  // per-call descriptor attributes + the launch; the autotune
 
   Plan() = default;
@@ -260,8 +261,7 @@ std::shared_ptr<Plan> build_plan(const PlanKey& pk, const char* op) {
         results[static_cast<size_t>(i)].workspaceSize <= mixt::gemm::kWorkspaceBytes)
       p->candidates.push_back(results[static_cast<size_t>(i)]);
   if (p->candidates.empty()) {
-    MIXT_CHECK(cublas_can_run(k), op, "cuBLASLt has no algorithm for this GEMM on {}: {}", device_name(pk.device),
-               mixt::gemm::describe(k));
+    p->unsupported = !cublas_can_run(k);
     p->source = PlanSource::CublasFallback;
     return p;
   }
@@ -395,6 +395,8 @@ void run(const GemmCall& call, int device, const char* op) {
   const cudaStream_t stream = current_native_stream(device);
   const PlanKey pk{call.key, device, current_mode()};
   const std::shared_ptr<Plan> plan = find_or_build(pk, op);
+  MIXT_CHECK(!plan->unsupported, op, "cuBLASLt has no algorithm for this GEMM on {} (and cuBLAS cannot run it): {}",
+             device_name(device), mixt::gemm::describe(call.key));
   if (plan->source == PlanSource::CublasFallback) {
     run_cublas(call, device, stream, op);
     return;
@@ -407,6 +409,13 @@ void run(const GemmCall& call, int device, const char* op) {
     if (capture == cudaStreamCaptureStatusNone) autotune(*plan, call, device, stream, op);  // never while capturing
   }
   check_blas(launch(*plan, call, plan->algo, plan->workspace, call.d, device, stream), op, "cublasLtMatmul");
+}
+
+bool has_algorithm(const GemmKey& key, int device, const char* op) {
+  const std::string why = mixt::gemm::validate(key);
+  if (!why.empty()) return false;
+  DeviceGuard guard(device, op);
+  return !find_or_build(PlanKey{key, device, current_mode()}, op)->unsupported;
 }
 
 bool plan_source(const GemmKey& key, int device, PlanSource* source) {

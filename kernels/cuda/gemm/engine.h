@@ -36,6 +36,11 @@ enum class PlanSource { Heuristic, Autotuned, Loaded, CublasFallback };
 // key when the key is invalid or neither cuBLASLt nor cuBLAS has an algorithm for it.
 void run(const GemmCall& call, int device, const char* op);
 
+// True when `key` is valid and cuBLASLt (or the cuBLAS fallback) can run it on `device`;
+// builds and caches the key's plan (so the following run() finds it). Lets a caller fall
+// back to an unfused path where an epilogue has no algorithm.
+bool has_algorithm(const GemmKey& key, int device, const char* op);
+
 // The source of the cached plan of `key` on `device` under the current settings, or
 // false when there is none.
 bool plan_source(const GemmKey& key, int device, PlanSource* source);

@@ -37,7 +37,7 @@ void check_inputs(const OpCall& c, const MatmulPlan& p) {
 // The 1-D bias the bias epilogue can add for `p` (undefined when it cannot): one value per
 // output column, in the result's dtype, added once (beta = 1), to one matrix.
 Tensor epilogue_bias(const MatmulPlan& p) {
-  if (!p.bias.defined() || p.batched || p.k == 0 || p.beta.to_double() != 1.0) return {};
+  if (!p.bias.defined() || p.batched || p.k == 0 || p.beta.to_double() != 1.0 || p.out_dtype == kFloat64) return {};
   if (p.bias.dtype() != p.out_dtype || p.bias.numel() != p.m || p.m < 1) return {};
   for (int d = 0; d + 1 < p.bias.dim(); ++d)
     if (p.bias.size(d) != 1) return {};
@@ -46,13 +46,23 @@ Tensor epilogue_bias(const MatmulPlan& p) {
 }
 
 // out (contiguous, p.out_shape, p.out_dtype, no input's memory) = alpha * a @ b + beta * bias, or
-// act(a @ b + epi_bias) with an epilogue.
+// act(a @ b + epi_bias) with an epilogue. Without an activation, a bias epilogue cuBLASLt has no
+// algorithm for falls back to the bias copied into the output (beta = 1).
 void run_product(const OpCall& c, const MatmulPlan& p, Tensor& out, Activation act = Activation::None,
-                 const Tensor& epi_bias = Tensor(), Tensor* aux = nullptr) {
+                 Tensor epi_bias = Tensor(), Tensor* aux = nullptr) {
   check_inputs(c, p);
   if (out.numel() == 0) return;
   const int device = out.device().index();
   const char* op = op_name(c.op).data();
+  const MatrixOperand x = matrix_operand(p.a, c), y = matrix_operand(p.b, c);
+  GemmCall call;
+  call.key = product_key(x, y, out, p.batch, p.n, p.k, p.m, p.in_dtype, compute_for(p.in_dtype));
+  if (epi_bias.defined() && act == Activation::None && !aux && p.k > 0) {
+    mixt::gemm::GemmKey with_bias = call.key;
+    with_bias.epilogue = Epilogue::Bias;
+    with_bias.bias = epi_bias.dtype();
+    if (!has_algorithm(with_bias, device, op)) epi_bias = Tensor();  // the unfused path
+  }
   const bool use_beta = !epi_bias.defined() && p.bias.defined() && p.beta.to_double() != 0.0;
   if (use_beta) copy_(out, p.bias);  // broadcast (and converted) into the output: C = D
   if (p.k == 0) {
@@ -65,9 +75,6 @@ void run_product(const OpCall& c, const MatmulPlan& p, Tensor& out, Activation a
     }
     return;
   }
-  const MatrixOperand x = matrix_operand(p.a, c), y = matrix_operand(p.b, c);
-  GemmCall call;
-  call.key = product_key(x, y, out, p.batch, p.n, p.k, p.m, p.in_dtype, compute_for(p.in_dtype));
   call.a = y.ptr;
   call.b = x.ptr;
   call.c = out.data_ptr();
