@@ -68,7 +68,8 @@ void scaled_mm_kernel(OpCall& c, DispatchKeySet) {
     k.ldc = k.ldd = p.n;
     k.align_a = pointer_alignment(b.data_ptr());
     k.align_b = pointer_alignment(a.data_ptr());
-    k.align_c = k.align_d = pointer_alignment(out.data_ptr());
+    k.align_d = pointer_alignment(out.data_ptr());
+    k.align_c = pointer_alignment(a.data_ptr());
     k.scale_mode = p.rowwise ? mixt::gemm::ScaleMode::Rowwise : mixt::gemm::ScaleMode::Tensorwise;
     k.fast_accum = c.attrs.get<attrs::ScaledMm>().use_fast_accum;
     if (bias.defined()) {
@@ -78,8 +79,8 @@ void scaled_mm_kernel(OpCall& c, DispatchKeySet) {
     }
     call.a = b.data_ptr();
     call.b = a.data_ptr();
-    // float8 results: cuBLASLt refuses C = D and a null C; beta = 0 never reads it (PyTorch passes a too).
-    call.c = p.float8_out ? a.data_ptr() : out.data_ptr();
+    // cuBLASLt's float8 GEMMs refuse C = D and a null C; beta = 0 never reads it (PyTorch passes a too).
+    call.c = a.data_ptr();
     call.d = out.data_ptr();
     call.scale_a = static_cast<const float*>(sb.data_ptr());  // cuBLAS's A is b: its scales go with A
     call.scale_b = static_cast<const float*>(sa.data_ptr());
