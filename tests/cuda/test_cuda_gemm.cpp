@@ -156,19 +156,21 @@ void epilogue_group() {
   for (ScalarType dt : {kFloat32, kFloat16, kBFloat16}) {
     const Tensor x = values({3, 16, 64}, 30, dt), w = values({40, 64}, 31, dt), bias = values({40}, 32, dt);
     const Tensor ref = F::linear(x.to(kFloat32), w.to(kFloat32), bias.to(kFloat32));
+    // cuBLASLt may evaluate GELU's tanh with a fast approximation: 2e-3 relative at most.
+    auto tol = [&](eng::Activation act) { return std::max(tolerance(dt) * 2, act == eng::Activation::Gelu ? 2e-3 : 0.0); };
     for (eng::Activation act : {eng::Activation::None, eng::Activation::Relu, eng::Activation::Gelu}) {
       const Tensor want = host_act(ref, act).to(dt);
       const Tensor got = eng::linear_epilogue(x.to(kGpu), w.to(kGpu), bias.to(kGpu), act);
-      expect_close(got, want, tolerance(dt) * 2, "linear epilogue " + name(dt) + " act " + std::to_string(int(act)));
+      expect_close(got, want, tol(act), "linear epilogue " + name(dt) + " act " + std::to_string(int(act)));
       const Tensor no_bias = eng::linear_epilogue(x.to(kGpu), w.to(kGpu), Tensor(), act);
-      expect_close(no_bias, host_act(F::linear(x.to(kFloat32), w.to(kFloat32)), act).to(dt), tolerance(dt) * 2,
+      expect_close(no_bias, host_act(F::linear(x.to(kFloat32), w.to(kFloat32)), act).to(dt), tol(act),
                    "linear epilogue without bias " + name(dt));
     }
     Tensor pre;
     const Tensor y = eng::linear_epilogue(x.to(kGpu), w.to(kGpu), bias.to(kGpu), eng::Activation::Gelu, &pre);
     expect(pre.defined() && pre.sizes() == Shape{48, 40}, "GELU_AUX returns the pre-activation [rows, out]");
     expect_close(pre, reshape(ref, {48, 40}).to(dt), tolerance(dt) * 2, "GELU_AUX pre-activation " + name(dt));
-    expect_close(y, F::gelu(ref, "tanh").to(dt), tolerance(dt) * 2, "GELU_AUX result " + name(dt));
+    expect_close(y, F::gelu(ref, "tanh").to(dt), tol(eng::Activation::Gelu), "GELU_AUX result " + name(dt));
   }
 }
 
@@ -251,7 +253,6 @@ void plan_cache_group() {
   const Tensor tuned = mm(a, b);
   s = gemm::plan_cache_stats();
   expect(s.autotuned <= 1 && s.plans == 1, "autotune: one plan, at most one timing");
-  eng::GemmKey key;  // found through the stats only: check the result instead
   expect_close(tuned, mm(a.to(Device::cpu()), b.to(Device::cpu())), tolerance(kBFloat16), "autotuned mm");
   const Tensor tuned_again = mm(a, b);
   expect(rel_error(tuned, tuned_again) == 0, "the tuned plan is kept");
@@ -266,7 +267,6 @@ void plan_cache_group() {
   expect(gemm::plan_cache_stats().autotuned == 0, "a loaded plan is not timed again");
   std::filesystem::remove(path);
   gemm::clear_plan_cache();
-  (void)key;
 }
 
 void determinism_group() {
