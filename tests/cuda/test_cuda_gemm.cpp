@@ -174,6 +174,26 @@ void epilogue_group() {
   }
 }
 
+// The backward through GELU: DGELU_BGRAD against the CPU's autograd of tanh-GELU.
+void dgelu_group() {
+  for (ScalarType dt : {kFloat32, kFloat16, kBFloat16}) {
+    const Tensor x = values({32, 64}, 90, dt), w1 = values({48, 64}, 91, dt), b1 = values({48}, 92, dt);
+    const Tensor w2 = values({24, 48}, 93, dt), dy = values({32, 24}, 94, dt);
+    Tensor pre, db;
+    (void)eng::linear_epilogue(x.to(kGpu), w1.to(kGpu), b1.to(kGpu), eng::Activation::Gelu, &pre);
+    const Tensor dz = eng::linear_dgelu(dy.to(kGpu), w2.to(kGpu), pre, &db);
+    const Tensor dz_only = eng::linear_dgelu(dy.to(kGpu), w2.to(kGpu), pre.contiguous());
+    // The reference: autograd of tanh-GELU at the GPU's own pre-activation, in float32.
+    Tensor z = pre.cpu().to(kFloat32).detach();
+    z.requires_grad_();
+    F::gelu(z, "tanh").backward(mm(dy.to(kFloat32), w2.to(kFloat32)));
+    const double tol = std::max(tolerance(dt) * 2, 2e-3);
+    expect_close(dz, z.grad().to(dt), tol, "DGELU_BGRAD gradient " + name(dt));
+    expect_close(dz_only, z.grad().to(dt), tol, "DGELU gradient " + name(dt));
+    expect_close(db, sum(z.grad(), {0}).to(dt), tol * 4, "DGELU_BGRAD bias gradient " + name(dt));
+  }
+}
+
 // The float8 operands: values in [-2, 2] rounded to `dt`.
 Tensor f8(const Shape& s, uint64_t seed, ScalarType dt) { return values(s, seed, kFloat32, -2, 2).to(dt); }
 
@@ -308,6 +328,7 @@ int main() {
   group("mm, bmm, addmm, baddbmm, linear vs CPU (every dtype and layout)", products_group);
   group("float32 under TF32", tf32_group);
   group("bias / ReLU / GELU epilogues and GELU's aux", epilogue_group);
+  group("DGELU / DGELU_BGRAD: the backward through GELU", dgelu_group);
   group("scaled_mm: float8 pairs, results, scales, bias, fast accum", scaled_mm_group);
   group("plan cache, autotune, tuning file round trip", plan_cache_group);
   group("set_deterministic: heuristic, same bits", determinism_group);

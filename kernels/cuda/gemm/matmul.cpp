@@ -173,6 +173,47 @@ Tensor linear_epilogue(const Tensor& x, const Tensor& w, const Tensor& bias, Act
   return make_view(out, l.result_shape, contiguous_strides(l.result_shape), 0);
 }
 
+Tensor linear_dgelu(const Tensor& dy, const Tensor& w, const Tensor& pre, Tensor* bias_grad) {
+  OpCall c(OpId::mm);
+  c.push(dy);
+  c.push(w);
+  const MatmulPlan p = plan_matmul(c, false, false);  // [rows, out] @ [out, in]
+  check_inputs(c, p);
+  MIXT_CHECK_OP(p.k > 0 && p.in_dtype != kFloat64, c, "the DGELU epilogue needs out_features > 0 and a float32, "
+                "float16 or bfloat16 product, but got {} with k = {}", p.in_dtype, p.k);
+  MIXT_CHECK_OP(pre.sizes() == p.out_shape && pre.dtype() == p.out_dtype && pre.device() == p.a.device(), c,
+                "expected the pre-activation as {}{} on {}, but got {}", p.out_dtype, p.out_shape, p.a.device(),
+                pre.describe());
+  const Device dev = p.a.device();
+  // cuBLASLt reads the aux matrix row-major with a leading dimension that is a multiple of 8.
+  Tensor aux = pre;
+  if (!(pre.stride(1) == 1 && pre.stride(0) >= p.m && pre.stride(0) % 8 == 0)) {
+    const int64_t ld = (p.m + 7) / 8 * 8;
+    aux = make_view(make_empty({p.n, ld}, p.out_dtype, dev), {p.n, p.m}, {ld, 1}, 0);
+    copy_(aux, pre);
+  }
+  Tensor out = make_empty(p.out_shape, p.out_dtype, dev);
+  if (out.numel() == 0) return out;
+  const MatrixOperand x = matrix_operand(p.a, c), y = matrix_operand(p.b, c);
+  GemmCall call;
+  call.key = product_key(x, y, out, 1, p.n, p.k, p.m, p.in_dtype, compute_for(p.in_dtype));
+  call.a = y.ptr;
+  call.b = x.ptr;
+  call.c = out.data_ptr();
+  call.d = out.data_ptr();
+  call.aux = const_cast<void*>(aux.data_ptr());
+  call.ld_aux = aux.stride(0);
+  call.key.epilogue = Epilogue::DGelu;
+  if (bias_grad) {
+    *bias_grad = make_empty({p.m}, p.out_dtype, dev);
+    call.bias = bias_grad->data_ptr();
+    call.key.bias = p.out_dtype;
+    call.key.epilogue = Epilogue::DGeluBGrad;
+  }
+  run(call, dev.index(), "linear_dgelu");
+  return out;
+}
+
 }  // namespace mixt::cuda::gemm
 
 namespace mixt::cuda {

@@ -17,4 +17,11 @@ enum class Activation { None, Relu, Gelu };
 Tensor linear_epilogue(const Tensor& x, const Tensor& w, const Tensor& bias, Activation act,
                        Tensor* pre_activation = nullptr);
 
+// The backward of z = gelu(pre) followed by a linear y = z @ w^T: dpre = (dy @ w) * gelu'(pre)
+// (tanh GELU), with cuBLASLt's DGELU epilogue reading `pre` (as linear_epilogue's
+// pre_activation stores it), and with `bias_grad` also its column sums (the bias gradient of
+// the linear that produced pre; DGELU_BGRAD) in the same call. dy [rows, out], w [out, in],
+// pre [rows, in]; float32, float16 or bfloat16.
+Tensor linear_dgelu(const Tensor& dy, const Tensor& w, const Tensor& pre, Tensor* bias_grad = nullptr);
+
 }  // namespace mixt::cuda::gemm
