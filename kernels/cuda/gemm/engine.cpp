@@ -185,8 +185,12 @@ bool cublas_can_run(const GemmKey& k) {
          k.a != kFloat8_e5m2 && k.c == k.d && k.ldc == k.ldd && k.stride_c == k.stride_d;
 }
 
+void set_pointers(Plan& p, const GemmCall& c, const char* op);
+
 // Builds the plan of `pk` (descriptors, preference, algorithm choice) on the current device.
-std::shared_ptr<Plan> build_plan(const PlanKey& pk, const char* op) {
+// `call` (when given) provides the epilogue's pointers before the heuristic runs: cuBLASLt
+// reads their alignment from them.
+std::shared_ptr<Plan> build_plan(const PlanKey& pk, const GemmCall* call, const char* op) {
   const GemmKey& k = pk.key;
   auto p = std::make_shared<Plan>();
   p->key = k;
@@ -233,6 +237,7 @@ std::shared_ptr<Plan> build_plan(const PlanKey& pk, const char* op) {
                                                     sizeof mask),
                op, "CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK");
   }
+  if (call) set_pointers(*p, *call, op);
   cublasLtHandle_t lt = lt_handle(pk.device);
   // A tuned (autotuned earlier or loaded) algorithm, when cuBLASLt still accepts it.
   if (pk.mode != Mode::Deterministic) {
@@ -368,7 +373,7 @@ void run_cublas(const GemmCall& c, int device, cudaStream_t stream, const char* 
              op, "cublasGemmStridedBatchedEx");
 }
 
-std::shared_ptr<Plan> find_or_build(const PlanKey& pk, const char* op) {
+std::shared_ptr<Plan> find_or_build(const PlanKey& pk, const GemmCall* call, const char* op) {
   Cache& cc = cache();
   {
     std::shared_lock<std::shared_mutex> lock(cc.mu);
@@ -378,7 +383,7 @@ std::shared_ptr<Plan> find_or_build(const PlanKey& pk, const char* op) {
       return it->second;
     }
   }
-  std::shared_ptr<Plan> p = build_plan(pk, op);  // outside the lock: other keys proceed meanwhile
+  std::shared_ptr<Plan> p = build_plan(pk, call, op);  // outside the lock: other keys proceed meanwhile
   std::unique_lock<std::shared_mutex> lock(cc.mu);
   const auto [it, inserted] = cc.plans.emplace(pk, p);
   if (inserted) mixt::gemm::count_miss();
@@ -394,7 +399,7 @@ void run(const GemmCall& call, int device, const char* op) {
   DeviceGuard guard(device, op);
   const cudaStream_t stream = current_native_stream(device);
   const PlanKey pk{call.key, device, current_mode()};
-  const std::shared_ptr<Plan> plan = find_or_build(pk, op);
+  const std::shared_ptr<Plan> plan = find_or_build(pk, &call, op);
   MIXT_CHECK(!plan->unsupported, op, "cuBLASLt has no algorithm for this GEMM on {} (and cuBLAS cannot run it): {}",
              device_name(device), mixt::gemm::describe(call.key));
   if (plan->source == PlanSource::CublasFallback) {
@@ -415,7 +420,7 @@ bool has_algorithm(const GemmKey& key, int device, const char* op) {
   const std::string why = mixt::gemm::validate(key);
   if (!why.empty()) return false;
   DeviceGuard guard(device, op);
-  return !find_or_build(PlanKey{key, device, current_mode()}, op)->unsupported;
+  return !find_or_build(PlanKey{key, device, current_mode()}, nullptr, op)->unsupported;
 }
 
 bool plan_source(const GemmKey& key, int device, PlanSource* source) {

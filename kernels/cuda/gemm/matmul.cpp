@@ -42,7 +42,7 @@ Tensor epilogue_bias(const MatmulPlan& p) {
   for (int d = 0; d + 1 < p.bias.dim(); ++d)
     if (p.bias.size(d) != 1) return {};
   if (p.bias.dim() == 0 || p.bias.size(-1) != p.m) return {};
-  return contiguous(reshape(p.bias, {p.m}));
+  return aligned_contiguous(reshape(p.bias, {p.m}));
 }
 
 // out (contiguous, p.out_shape, p.out_dtype, no input's memory) = alpha * a @ b + beta * bias, or
@@ -187,7 +187,8 @@ Tensor linear_dgelu(const Tensor& dy, const Tensor& w, const Tensor& pre, Tensor
   const Device dev = p.a.device();
   // cuBLASLt reads the aux matrix row-major with a leading dimension that is a multiple of 8.
   Tensor aux = pre;
-  if (!(pre.stride(1) == 1 && pre.stride(0) >= p.m && pre.stride(0) % 8 == 0)) {
+  if (!(pre.stride(1) == 1 && pre.stride(0) >= p.m && pre.stride(0) % 8 == 0 &&
+        mixt::gemm::pointer_alignment(pre.data_ptr()) >= mixt::gemm::kMaxAlignment)) {
     const int64_t ld = (p.m + 7) / 8 * 8;
     aux = make_view(make_empty({p.n, ld}, p.out_dtype, dev), {p.n, p.m}, {ld, 1}, 0);
     copy_(aux, pre);

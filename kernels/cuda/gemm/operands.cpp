@@ -66,6 +66,14 @@ mixt::gemm::GemmKey product_key(const MatrixOperand& x, const MatrixOperand& y, 
   return key;
 }
 
+Tensor aligned_contiguous(const Tensor& t) {
+  const Tensor c = contiguous(t);
+  if (pointer_alignment(c.data_ptr()) >= mixt::gemm::kMaxAlignment) return c;
+  Tensor fresh = make_empty(c.sizes(), c.dtype(), c.device());
+  copy_(fresh, c);
+  return fresh;
+}
+
 mixt::gemm::ComputeType compute_for(ScalarType in) {
   if (in == kFloat64) return mixt::gemm::ComputeType::F64;
   if (in == kFloat32 && float32_matmul_precision() != Float32MatmulPrecision::Highest)

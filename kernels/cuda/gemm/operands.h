@@ -27,6 +27,11 @@ MatrixOperand matrix_operand(const Tensor& t, const OpCall& c);
 mixt::gemm::GemmKey product_key(const MatrixOperand& x, const MatrixOperand& y, const Tensor& out, int64_t batch,
                                 int64_t n, int64_t k, int64_t m, ScalarType in_dtype, mixt::gemm::ComputeType compute);
 
+// `t` contiguous and 256-byte aligned (a fresh copy otherwise): epilogue vectors and matrices
+// (bias, aux) are not part of the plan key, so their pointers must have the alignment
+// cuBLASLt assumes for them.
+Tensor aligned_contiguous(const Tensor& t);
+
 // The compute type of a GEMM with `in` operands under the float32 matmul precision knob.
 mixt::gemm::ComputeType compute_for(ScalarType in);
 

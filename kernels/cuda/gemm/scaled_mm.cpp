@@ -10,6 +10,7 @@
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/matmul_plan.h>
 #include <mixt/kernels/cuda/gemm/engine.h>
+#include <mixt/kernels/cuda/gemm/operands.h>
 #include <mixt/kernels/cuda/host.h>
 #include <mixt/kernels/cuda/register.h>
 #include <mixt/kernels/cuda/stream.h>
@@ -49,7 +50,7 @@ void scaled_mm_kernel(OpCall& c, DispatchKeySet) {
     const Tensor a = k_major(p.a, 1);  // [M, K], K contiguous
     const Tensor b = k_major(p.b, 0);  // [K, N], K contiguous
     const Tensor sa = contiguous(p.scale_a), sb = contiguous(p.scale_b);
-    const Tensor bias = p.bias.defined() ? contiguous(p.bias) : Tensor();
+    const Tensor bias = p.bias.defined() ? gemm::aligned_contiguous(p.bias) : Tensor();
     const Tensor sr = p.scale_result.defined() ? contiguous(p.scale_result) : Tensor();
     // Column-major: out^T [N, M] = b^T [N, K] @ a^T [K, M]; cuBLAS's A is b (op T), its B is a (op N).
     gemm::GemmCall call;
