@@ -267,6 +267,21 @@ std::string validate(const GemmKey& k) {
   return check_dtypes(k);
 }
 
+OperandLayout operand_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  OperandLayout l;
+  if ((cols <= 1 || cs == 1) && (rows <= 1 || rs >= cols)) {  // row-major: t^T column-major
+    l.ld = rows <= 1 ? cols : rs;
+  } else if ((rows <= 1 || rs == 1) && (cols <= 1 || cs >= rows)) {  // column-major: t itself
+    l.trans = true;
+    l.ld = cols <= 1 ? rows : cs;
+  } else {
+    l.fits = false;
+    l.ld = cols;
+  }
+  l.ld = std::max<int64_t>(l.ld, 1);
+  return l;
+}
+
 uint16_t pointer_alignment(const void* p) {
   const auto v = reinterpret_cast<uintptr_t>(p);
   return offset_alignment(static_cast<int64_t>(v & (kMaxAlignment - 1)));

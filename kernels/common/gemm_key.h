@@ -90,6 +90,18 @@ uint16_t pointer_alignment(const void* p);
 // a pointer moves by (combined with pointer_alignment for the operand's real alignment).
 uint16_t offset_alignment(int64_t bytes);
 
+// How a row-major matrix t [rows, cols] with strides (row_stride, col_stride) in elements is
+// passed to cuBLAS (column-major) without a copy: its memory holds t^T column-major
+// (trans = false, op N gives t^T) or t column-major (trans = true), `ld` apart. `fits` is
+// false when neither stride is 1 (the caller copies the matrix contiguous: trans = false,
+// ld = cols).
+struct OperandLayout {
+  bool fits = true;
+  bool trans = false;
+  int64_t ld = 1;
+};
+OperandLayout operand_layout(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride);
+
 // One line describing the key (for errors and the benchmark), e.g.
 // "m=4096 n=4096 k=4096 batch=1 a=bfloat16 ... fast_accum=0".
 std::string describe(const GemmKey& k);

@@ -241,6 +241,51 @@ TEST_CASE("GEMM keys: pointer and offset alignment", "[gemm]") {
   CHECK(offset_alignment(6) == 2);
 }
 
+TEST_CASE("GEMM operands: strides to transposes and leading dimensions", "[gemm]") {
+  // Row-major [4, 6]: t^T column-major, ld 6 (or the row stride of a wider buffer).
+  OperandLayout l = operand_layout(4, 6, 6, 1);
+  CHECK((l.fits && !l.trans && l.ld == 6));
+  l = operand_layout(4, 6, 10, 1);
+  CHECK((l.fits && !l.trans && l.ld == 10));
+  // A transposed view (column-major [4, 6]): op T, ld = the column stride.
+  l = operand_layout(4, 6, 1, 4);
+  CHECK((l.fits && l.trans && l.ld == 4));
+  l = operand_layout(4, 6, 1, 8);
+  CHECK((l.fits && l.trans && l.ld == 8));
+  // Neither stride 1, or rows overlapping: a copy.
+  CHECK_FALSE(operand_layout(4, 6, 12, 2).fits);
+  CHECK_FALSE(operand_layout(4, 6, 3, 1).fits);  // rows 3 apart but 6 wide
+  CHECK(operand_layout(4, 6, 12, 2).ld == 6);
+  // Vectors and single elements fit either way, with ld at least 1.
+  l = operand_layout(1, 6, 0, 1);
+  CHECK((l.fits && !l.trans && l.ld == 6));
+  l = operand_layout(5, 1, 1, 1);
+  CHECK((l.fits && !l.trans && l.ld == 1));
+  l = operand_layout(5, 1, 7, 3);  // one column, rows 7 apart: t^T is one row of a 1 x 5 matrix, ld 7
+  CHECK((l.fits && !l.trans && l.ld == 7));
+  l = operand_layout(0, 0, 0, 0);
+  CHECK((l.fits && l.ld == 1));
+  // The key of a row-major [M, K] @ [K, N] into a contiguous [M, N], planned as out^T = b^T a^T,
+  // validates, for each layout of the operands.
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const int64_t M = 12, K = 20, N = 8;
+      const OperandLayout x = ta ? operand_layout(M, K, 1, M) : operand_layout(M, K, K, 1);
+      const OperandLayout y = tb ? operand_layout(K, N, 1, K) : operand_layout(K, N, N, 1);
+      GemmKey k;
+      k.m = N;
+      k.n = M;
+      k.k = K;
+      k.trans_a = y.trans;
+      k.trans_b = x.trans;
+      k.lda = y.ld;
+      k.ldb = x.ld;
+      k.ldc = k.ldd = N;
+      INFO(describe(k));
+      CHECK(validate(k) == "");
+    }
+}
+
 TEST_CASE("Tuning files: format and parse round trip", "[gemm]") {
   const TuningFile f = sample_file();
   const std::string text = format_tuning(f);

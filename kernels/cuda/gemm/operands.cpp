@@ -13,21 +13,11 @@ using mixt::gemm::offset_alignment;
 using mixt::gemm::pointer_alignment;
 
 MatrixOperand matrix_operand(const Tensor& t, const OpCall& c) {
-  const int64_t rows = t.size(-2), cols = t.size(-1);
-  const int64_t rs = t.stride(-2), cs = t.stride(-1);
+  const mixt::gemm::OperandLayout l = mixt::gemm::operand_layout(t.size(-2), t.size(-1), t.stride(-2), t.stride(-1));
   MatrixOperand op;
-  if ((cols <= 1 || cs == 1) && (rows <= 1 || rs >= cols)) {  // row-major: t^T column-major
-    op.keep = t;
-    op.ld = rows <= 1 ? cols : rs;
-  } else if ((rows <= 1 || rs == 1) && (cols <= 1 || cs >= rows)) {  // column-major: t itself
-    op.keep = t;
-    op.trans = true;
-    op.ld = cols <= 1 ? rows : cs;
-  } else {
-    op.keep = contiguous(t);
-    op.ld = cols;
-  }
-  op.ld = std::max<int64_t>(op.ld, 1);
+  op.keep = l.fits ? t : contiguous(t);
+  op.trans = l.trans;
+  op.ld = l.ld;
   op.ptr = op.keep.data_ptr();
   op.batch_stride = op.keep.dim() == 3 && op.keep.size(0) > 1 ? op.keep.stride(0) : 0;
   const int64_t es = op.keep.element_size();
