@@ -122,6 +122,7 @@ struct Plan {
   std::vector<cublasLtMatmulHeuristicResult_t> candidates;  // kept until the autotune has run
   bool needs_tuning = false;
   bool unsupported = false;  // neither cuBLASLt nor cuBLAS has an algorithm (cached, so asked once)
+  cublasStatus_t heuristic_status = CUBLAS_STATUS_SUCCESS;
   std::mutex mu;  // per-call descriptor attributes + the launch; the autotune
 
   Plan() = default;
@@ -260,7 +261,8 @@ std::shared_ptr<Plan> build_plan(const PlanKey& pk, const GemmCall* call, const 
   int returned = 0;
   const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->layout[0], p->layout[1], p->layout[2],
                                                            p->layout[3], p->pref, want, results.data(), &returned);
-  if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED) check_blas(st, op, "cublasLtMatmulAlgoGetHeuristic");
+  // Any failure (NOT_SUPPORTED, or INVALID_VALUE for a combination this cuBLASLt refuses) means no algorithm.
+  p->heuristic_status = st;
   for (int i = 0; st == CUBLAS_STATUS_SUCCESS && i < returned; ++i)
     if (results[static_cast<size_t>(i)].state == CUBLAS_STATUS_SUCCESS &&
         results[static_cast<size_t>(i)].workspaceSize <= mixt::gemm::kWorkspaceBytes)
@@ -400,8 +402,9 @@ void run(const GemmCall& call, int device, const char* op) {
   const cudaStream_t stream = current_native_stream(device);
   const PlanKey pk{call.key, device, current_mode()};
   const std::shared_ptr<Plan> plan = find_or_build(pk, &call, op);
-  MIXT_CHECK(!plan->unsupported, op, "cuBLASLt has no algorithm for this GEMM on {} (and cuBLAS cannot run it): {}",
-             device_name(device), mixt::gemm::describe(call.key));
+  MIXT_CHECK(!plan->unsupported, op,
+             "cuBLASLt has no algorithm for this GEMM on {} (heuristic: {}; and cuBLAS cannot run it): {}",
+             device_name(device), cublasGetStatusName(plan->heuristic_status), mixt::gemm::describe(call.key));
   if (plan->source == PlanSource::CublasFallback) {
     run_cublas(call, device, stream, op);
     return;
