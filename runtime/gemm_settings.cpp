@@ -1,9 +1,9 @@
 // The GEMM settings (gemm_settings.h) and the determinism switch (determinism.h). The plan
-// cache itself lives with the CUDA GEMM engine; this file keeps the knobs every build has.
+// cache and the tuning files live in kernels/common/gemm_tuning.cpp (every build) and the
+// CUDA GEMM engine (kernels/cuda/gemm); this file keeps the knobs.
 #include <atomic>
 
 #include <mixt/runtime/determinism.h>
-#include <mixt/runtime/error.h>
 #include <mixt/runtime/gemm_settings.h>
 
 namespace mixt {
@@ -23,10 +23,6 @@ namespace gemm {
 void set_algo_selection(AlgoSelection s) { g_selection.store(s); }
 // Timed autotuning can pick another winner from run to run: set_deterministic(true) keeps the heuristic's choice.
 AlgoSelection algo_selection() { return is_deterministic() ? AlgoSelection::Heuristic : g_selection.load(); }
-// Placeholders until the engine's plan cache lands (kernels/cuda/gemm).
-PlanCacheStats plan_cache_stats() { return {}; }
-void clear_plan_cache() {}
-void save_tuning(const std::string& path) { throw Error("gemm::save_tuning", "no plan cache yet: " + path); }
-void load_tuning(const std::string& path) { throw Error("gemm::load_tuning", "no plan cache yet: " + path); }
+// plan_cache_stats, clear_plan_cache, save_tuning and load_tuning: kernels/common/gemm_tuning.cpp.
 }  // namespace gemm
 }  // namespace mixt

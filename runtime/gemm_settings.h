@@ -2,9 +2,8 @@
 // float32 matmul precision, how cuBLASLt algorithms are chosen, and the tuning file that
 // lets a later run start tuned. Usable in every build; without CUDA the settings are kept
 // and the plan cache stays empty.
-// Status: declared ahead of the CUDA GEMM engine. Until it lands the knobs are stored but
-// read by no kernel (the CPU always computes float32 in float32), plan_cache_stats() is
-// all zeros, clear_plan_cache() does nothing, and save_tuning/load_tuning raise mixt::Error.
+// The CPU always computes float32 in float32 and has no plans; the CUDA engine
+// (kernels/cuda/gemm, docs/gemm.md) reads every knob here.
 #pragma once
 
 #include <cstdint>
@@ -34,13 +33,18 @@ struct PlanCacheStats {
   int64_t autotuned = 0;  // plans whose algorithm was chosen by timing
 };
 PlanCacheStats plan_cache_stats();
-// Drops every cached plan (the next call of each key builds, and maybe tunes, again).
+// Drops every cached plan and tuned algorithm and zeroes the counters (the next call of
+// each key builds, and maybe tunes, again).
 void clear_plan_cache();
 
-// Writes the autotuned choices (key -> algorithm) to `path` atomically.
+// Writes the autotuned (and loaded) choices, key -> algorithm, to `path` atomically, in the
+// versioned text format of docs/gemm.md (an empty table writes a file with no entries).
 void save_tuning(const std::string& path);
 // Reads a file written by save_tuning: validated whole before anything is applied (a corrupt
-// or foreign file raises mixt::Error and changes nothing). Entries seed the plan cache.
+// or foreign file raises mixt::Error naming the file and line, and changes nothing; a file
+// tuned with another cuBLASLt version is refused). Entries seed the plan cache: a key's
+// plan uses its loaded algorithm (when cuBLASLt accepts it) instead of the heuristic's,
+// except under set_deterministic(true).
 void load_tuning(const std::string& path);
 
 }  // namespace gemm

@@ -18,6 +18,7 @@
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/gemm_key.h>
 #include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/common/matmul_plan.h>
 #include <mixt/kernels/cpu/loops.h>
@@ -50,20 +51,12 @@ struct BlasOperand {
 // Describes `t` ([B?, rows, cols]) for BLAS, copying it only when neither of its matrix strides is 1.
 BlasOperand blas_operand(const OpCall& c, const Tensor& t) {
   const int64_t rows = t.size(-2), cols = t.size(-1);
-  const int64_t rs = t.stride(-2), cs = t.stride(-1);
+  // The rule the CUDA engine uses too (row-major BLAS's transpose is cuBLAS's column-major op).
+  const gemm::OperandLayout l = gemm::operand_layout(rows, cols, t.stride(-2), t.stride(-1));
   BlasOperand op;
-  if ((cols <= 1 || cs == 1) && (rows <= 1 || rs >= cols)) {
-    op.keep = t;
-    op.ld = rows <= 1 ? cols : rs;
-  } else if ((rows <= 1 || rs == 1) && (cols <= 1 || cs >= rows)) {
-    op.keep = t;
-    op.trans = true;
-    op.ld = cols <= 1 ? rows : cs;
-  } else {
-    op.keep = host::contiguous(t, c);
-    op.ld = cols;
-  }
-  op.ld = std::max<int64_t>(op.ld, 1);
+  op.keep = l.fits ? t : host::contiguous(t, c);
+  op.trans = l.trans;
+  op.ld = l.ld;
   op.data = op.keep.data_ptr();
   op.batch_stride = t.dim() == 3 ? op.keep.stride(0) : 0;
   MIXT_CHECK_OP(rows <= INT_MAX && cols <= INT_MAX && op.ld <= INT_MAX, c,

@@ -10,4 +10,6 @@ void register_optim_step_kernels();  // adam_step_, sgd_step_
 void register_random_kernels();      // uniform_, normal_, random_
 void register_index_kernels();       // embedding, gather, index_select, masked_fill(_), scatter(_), scatter_add(_)
 void register_conv_kernels();        // im2col, col2im
+void register_gemm_kernels();     // mm, bmm, addmm, baddbmm, linear, scaled_mm (gemm/matmul.cpp)
+void register_scaled_mm_kernel(); // scaled_mm (gemm/scaled_mm.cpp; called by register_gemm_kernels)
 }  // namespace mixt::cuda

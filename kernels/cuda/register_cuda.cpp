@@ -16,6 +16,7 @@ void register_cuda_kernels() {
   cuda::register_random_kernels();
   cuda::register_index_kernels();
   cuda::register_conv_kernels();
+  cuda::register_gemm_kernels();
   set_allocator(DeviceType::CUDA, cuda::cuda_allocator());
 }
 

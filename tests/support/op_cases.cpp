@@ -506,10 +506,12 @@ void add_scaled_mm_cases(Builder& b) {
   constexpr uint32_t kFloat8Out = dtypes::bit(kFloat8_e4m3fn) | dtypes::bit(kFloat8_e5m2);
   // Per-tensor scales (a 0-dim and a one-element 1-D tensor), no bias. float8_e5m2 results need an
   // e5m2 operand: refused here.
-  b.add("scaled_mm/tensorwise", OpId::scaled_mm,
-        dtypes::bit(kBFloat16) | dtypes::bit(kFloat16) | dtypes::bit(kFloat32) | dtypes::bit(kFloat8_e4m3fn), kNoCuda,
+  // Shapes: K and N multiples of 16 (cuBLASLt's float8 rule), b column-major (Hopper's TN) or row-major (copied).
+  constexpr uint32_t kTensorwiseOut =
+      dtypes::bit(kBFloat16) | dtypes::bit(kFloat16) | dtypes::bit(kFloat32) | dtypes::bit(kFloat8_e4m3fn);
+  b.add("scaled_mm/tensorwise", OpId::scaled_mm, kTensorwiseOut, kTensorwiseOut,
         [=](ScalarType) {
-          return CaseInputs{{f8(kFloat8_e4m3fn, {5, 32}, 40), f8(kFloat8_e4m3fn, {32, 6}, 41), value(0.3),
+          return CaseInputs{{f8(kFloat8_e4m3fn, {5, 32}, 40), f8(kFloat8_e4m3fn, {16, 32}, 41).t(), value(0.3),
                              full({1}, 1.7, {.dtype = kFloat32})}};
         },
         [](const std::vector<Tensor>& in, ScalarType dt, Device) {
@@ -519,11 +521,12 @@ void add_scaled_mm_cases(Builder& b) {
             kExact);
   // Row-wise scales in (0.1, 1), a bias of the result's kind (no bias with float32 results: refused),
   // scale_result 0.75 for float8 results; an e5m2 operand, so an e5m2 result is allowed.
-  b.add("scaled_mm/rowwise_bias", OpId::scaled_mm, dtypes::bit(kBFloat16) | dtypes::bit(kFloat16) | kFloat8Out, kNoCuda,
+  b.add("scaled_mm/rowwise_bias", OpId::scaled_mm, dtypes::bit(kBFloat16) | dtypes::bit(kFloat16) | kFloat8Out,
+        dtypes::bit(kBFloat16) | dtypes::bit(kFloat16) | kFloat8Out,
         [=](ScalarType dt) {
-          return CaseInputs{{f8(kFloat8_e5m2, {4, 16}, 42), f8(kFloat8_e4m3fn, {16, 7}, 43),
-                             data(kFloat32, {4, 1}, 0.1, 1, 44), data(kFloat32, {1, 7}, 0.1, 1, 45),
-                             data(dt == kFloat16 ? kFloat16 : kBFloat16, {7}, -1, 1, 46), value(0.75)}};
+          return CaseInputs{{f8(kFloat8_e5m2, {4, 16}, 42), f8(kFloat8_e4m3fn, {16, 16}, 43),
+                             data(kFloat32, {4, 1}, 0.1, 1, 44), data(kFloat32, {1, 16}, 0.1, 1, 45),
+                             data(dt == kFloat16 ? kFloat16 : kBFloat16, {16}, -1, 1, 46), value(0.75)}};
         },
         [](const std::vector<Tensor>& in, ScalarType dt, Device) {
           return scaled_mm(in[0], in[1], in[2], in[3],
@@ -534,22 +537,22 @@ void add_scaled_mm_cases(Builder& b) {
               return ref::scaled_mm(in[0], in[1], in[2], in[3], &in[4], is_float8(dt) ? in[5].v[0] : 1.0, limit(dt));
             },
             kExact);
-  // Float8 results under a scale_result that saturates many of them (|v| up to 2.4 * 4 * 24 before
+  // Float8 results under a scale_result that saturates many of them (|v| up to 2.4 * 4 * 32 before
   // it), and the amax of the result before scale_result. scale_result is refused for other results.
   auto saturating = [=](ScalarType dt) {
-    return CaseInputs{{f8(kFloat8_e4m3fn, {6, 24}, 47), f8(kFloat8_e5m2, {24, 5}, 48), value(0.8), value(3.0),
+    return CaseInputs{{f8(kFloat8_e4m3fn, {6, 32}, 47), f8(kFloat8_e5m2, {32, 16}, 48), value(0.8), value(3.0),
                        value(dt == kFloat8_e5m2 ? 2048.0 : 16.0)}};
   };
   auto saturating_call = [](const std::vector<Tensor>& in, ScalarType dt) {
     return scaled_mm(in[0], in[1], in[2], in[3], {.scale_result = in[4], .out_dtype = dt});
   };
-  b.add("scaled_mm/saturating", OpId::scaled_mm, kFloat8Out, kNoCuda, saturating,
+  b.add("scaled_mm/saturating", OpId::scaled_mm, kFloat8Out, kFloat8Out, saturating,
         [=](const std::vector<Tensor>& in, ScalarType dt, Device) { return saturating_call(in, dt).out; })
       .with([=](const Refs& in, ScalarType dt) {
               return ref::scaled_mm(in[0], in[1], in[2], in[3], nullptr, in[4].v[0], limit(dt));
             },
             kExact);
-  b.add("scaled_mm/amax", OpId::scaled_mm, kFloat8Out, kNoCuda, saturating,
+  b.add("scaled_mm/amax", OpId::scaled_mm, kFloat8Out, kFloat8Out, saturating,
         [=](const std::vector<Tensor>& in, ScalarType dt, Device) { return saturating_call(in, dt).amax; }, kFloat32Out)
       .with([=](const Refs& in, ScalarType dt) {
               ref::Ref amax;
@@ -566,23 +569,25 @@ void add_matmul_cases(Builder& b) {
   auto two_mats = [](Shape sa, Shape sb) {
     return [=](ScalarType dt) { return CaseInputs{{data(dt, sa, -2, 2, 18), data(dt, sb, -2, 2, 19)}, 0b11}; };
   };
+  // The CUDA GEMM engine's dtypes (kernels/cuda/gemm): the standard floats.
+  constexpr uint32_t G = dtypes::kStandardFloat;
   auto product = [&](const char* label, OpId op, Shape sa, Shape sb, std::function<Tensor(const Tensor&, const Tensor&)> f,
-                     std::function<ref::Ref(const ref::Ref&, const ref::Ref&)> r, int64_t k) {
-    b.add(label, op, N, kNoCuda, two_mats(sa, sb),
+                     std::function<ref::Ref(const ref::Ref&, const ref::Ref&)> r, int64_t k, uint32_t cuda = kNoCuda) {
+    b.add(label, op, N, cuda, two_mats(sa, sb),
           [f](const std::vector<Tensor>& in, ScalarType, Device) { return f(in[0], in[1]); })
         .with([r](const Refs& in, ScalarType) { return r(in[0], in[1]); },
               {0.5, static_cast<double>(k), 4.0 * static_cast<double>(k)});
   };
   const auto mm_ref = [](const ref::Ref& x, const ref::Ref& y) { return ref::matmul(x, y); };
-  product("mm", OpId::mm, {3, 8}, {8, 5}, [](const Tensor& x, const Tensor& y) { return mm(x, y); }, mm_ref, 8);
+  product("mm", OpId::mm, {3, 8}, {8, 5}, [](const Tensor& x, const Tensor& y) { return mm(x, y); }, mm_ref, 8, G);
   product("mm/transposed", OpId::mm, {8, 3}, {5, 8}, [](const Tensor& x, const Tensor& y) { return mm(x.t(), y.t()); },
           [](const ref::Ref& x, const ref::Ref& y) { return ref::matmul(ref::transpose(x, 0, 1), ref::transpose(y, 0, 1)); },
-          8);
-  product("bmm", OpId::bmm, {2, 3, 8}, {2, 8, 4}, [](const Tensor& x, const Tensor& y) { return bmm(x, y); }, mm_ref, 8);
+          8, G);
+  product("bmm", OpId::bmm, {2, 3, 8}, {2, 8, 4}, [](const Tensor& x, const Tensor& y) { return bmm(x, y); }, mm_ref, 8, G);
   product("matmul/batched", OpId::matmul, {2, 3, 8}, {8, 4}, [](const Tensor& x, const Tensor& y) { return matmul(x, y); },
           mm_ref, 8);
   product("linear", OpId::linear, {2, 3, 8}, {5, 8}, [](const Tensor& x, const Tensor& w) { return fn::linear(x, w); },
-          [](const ref::Ref& x, const ref::Ref& w) { return ref::linear(x, w); }, 8);
+          [](const ref::Ref& x, const ref::Ref& w) { return ref::linear(x, w); }, 8, G);
   product("dot", OpId::dot, {8}, {8}, [](const Tensor& x, const Tensor& y) { return dot(x, y); }, mm_ref, 8);
   product("mv", OpId::mv, {3, 8}, {8}, [](const Tensor& x, const Tensor& y) { return mv(x, y); }, mm_ref, 8);
   product("outer", OpId::outer, {3}, {4}, [](const Tensor& x, const Tensor& y) { return outer(x, y); },
@@ -593,13 +598,13 @@ void add_matmul_cases(Builder& b) {
     };
   };
   // 8 products, scaled by alpha, plus beta * bias: 10 roundings at the size of alpha * 32 + beta * 2.
-  b.add("addmm", OpId::addmm, N, kNoCuda, three_mats({5}, {3, 8}, {8, 5}),
+  b.add("addmm", OpId::addmm, N, G, three_mats({5}, {3, 8}, {8, 5}),
         [](const std::vector<Tensor>& in, ScalarType, Device) { return addmm(in[0], in[1], in[2], 1, 2); })
       .with([](const Refs& in, ScalarType) { return ref::addmm(in[0], in[1], in[2], 1, 2); }, {0.5, 10, 66});
-  b.add("baddbmm", OpId::baddbmm, N, kNoCuda, three_mats({2, 3, 5}, {2, 3, 8}, {2, 8, 5}),
+  b.add("baddbmm", OpId::baddbmm, N, G, three_mats({2, 3, 5}, {2, 3, 8}, {2, 8, 5}),
         [](const std::vector<Tensor>& in, ScalarType, Device) { return baddbmm(in[0], in[1], in[2], 2, 1); })
       .with([](const Refs& in, ScalarType) { return ref::addmm(in[0], in[1], in[2], 2, 1); }, {0.5, 10, 36});
-  b.add("linear/bias", OpId::linear, N, kNoCuda, three_mats({4, 8}, {5, 8}, {5}),
+  b.add("linear/bias", OpId::linear, N, G, three_mats({4, 8}, {5, 8}, {5}),
         [](const std::vector<Tensor>& in, ScalarType, Device) { return fn::linear(in[0], in[1], in[2]); })
       .with([](const Refs& in, ScalarType) { return ref::linear(in[0], in[1], &in[2]); }, {0.5, 9, 34});
   add_scaled_mm_cases(b);
