@@ -1,8 +1,10 @@
 // set_deterministic(true): ask that the same inputs give the same bits, run after run,
-// on one device. mixt's CPU kernels and the CUDA kernels written so far use no float
-// atomics. What the switch changes today: gemm::algo_selection() reports Heuristic
-// while it is on, so the GEMM engine never autotunes by timing (a timed winner can change
-// between runs). Off by default. Process-wide.
+// on one device. mixt's CPU kernels use no float atomics, and neither do the CUDA
+// reductions, scans and col2im (fixed combine order). What the switch changes:
+// gemm::algo_selection() reports Heuristic while it is on, so the GEMM engine never
+// autotunes by timing (a timed winner can change between runs); and CUDA's scatter_add
+// walks every index line in order on one thread instead of adding long lines with
+// atomics. Off by default. Process-wide.
 #pragma once
 
 namespace mixt {

@@ -7,7 +7,7 @@
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/op_checks.h>
-#include <mixt/kernels/cpu/multi_tensor.h>
+#include <mixt/kernels/common/multi_tensor_checks.h>
 #include <mixt/kernels/cuda/amp_launch.h>
 #include <mixt/kernels/cuda/factory.h>
 #include <mixt/kernels/cuda/host.h>

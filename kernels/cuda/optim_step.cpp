@@ -6,7 +6,7 @@
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
-#include <mixt/kernels/cpu/multi_tensor.h>
+#include <mixt/kernels/common/multi_tensor_checks.h>
 #include <mixt/kernels/cuda/host.h>
 #include <mixt/kernels/cuda/optim_launch.h>
 #include <mixt/kernels/cuda/register.h>

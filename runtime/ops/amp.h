@@ -1,5 +1,5 @@
 // Front ends of the grad scaler's ops, which amp::GradScaler (amp/grad_scaler.h) calls
-// (kernels: kernels/cpu/amp.cpp; the CUDA kernels come with the CUDA backend). See
+// (kernels: kernels/cpu/amp.cpp and kernels/cuda/amp.cu, one multi-tensor launch per group). See
 // Note [Grad scaler].
 #pragma once
 
