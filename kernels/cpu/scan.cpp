@@ -92,10 +92,7 @@ template <bool Prod>
 void scan_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& in = c.in[0];
   MIXT_CHECK_OP(in.is_cpu(), c, "the CPU kernel got a tensor on {}", in.device());
-  const int64_t nd = in.dim() > 0 ? in.dim() : 1;
-  const int64_t d = c.attrs.get<attrs::Dim>().dim;
-  MIXT_CHECK_OP(d >= -nd && d < nd, c, "dimension {} is out of range for a tensor of {} dimensions", d, in.dim());
-  const int dim = static_cast<int>(d < 0 ? d + nd : d);
+  const int dim = scan_dim(c, c.attrs.get<attrs::Dim>().dim, in.dim());
   const ScalarType out_dtype = sum_result_dtype(in.dtype(), c.attrs.dtype);
   const Tensor x = c.attrs.dtype == ScalarType::Undefined ? in : host::converted(in, c.attrs.dtype, c);
   Tensor out = make_empty(x.sizes(), out_dtype, x.device());

@@ -11,6 +11,10 @@ void register_cuda_kernels() {
   cuda::register_copy_kernels();
   cuda::register_factory_kernels();
   cuda::register_binary_kernels();
+  cuda::register_reduce_kernels();
+  cuda::register_scan_kernels();
+  cuda::register_softmax_kernels();
+  cuda::register_norm_kernels();
   set_allocator(DeviceType::CUDA, cuda::cuda_allocator());
 }
 
