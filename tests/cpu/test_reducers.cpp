@@ -424,3 +424,44 @@ TEST_CASE("the CPU ops give the device order's results where the arithmetic is e
     }
   }
 }
+
+namespace {
+
+// Distance in float32 ulps (same sign, finite).
+int64_t ulps(float a, float b) {
+  int32_t ia, ib;
+  std::memcpy(&ia, &a, 4);
+  std::memcpy(&ib, &b, 4);
+  return std::abs(static_cast<int64_t>(ia) - static_cast<int64_t>(ib));
+}
+
+}  // namespace
+
+TEST_CASE("the softmax row kernel's steps, in the device order, give the CPU's softmax", "[reducers]") {
+  // softmax.cu (rows along the innermost dim): the maximum and the double sum of exp(x - m)
+  // are folded by a block of row_block_threads(n) threads (lanes, then the tree), float exp
+  // is the double exp rounded; then the CPU's formulas. softmax within 2 ulps of the CPU
+  // (the exp and, through the sum's last bits, 1 / sum may each round to a neighbour);
+  // log_softmax within an ulp (log(sum) may).
+  std::mt19937 rng(41);
+  for (int64_t n : {1, 5, 32, 33, 300, 5000}) {
+    const std::vector<double> v = uniform(rng, static_cast<int>(n), -8, 8);
+    const Tensor t = from_vector(v, {1, n}).to(kFloat32);
+    const std::vector<float> cpu = nn::functional::softmax(t, 1).to_vector<float>();
+    const std::vector<float> cpu_log = nn::functional::log_softmax(t, 1).to_vector<float>();
+    const ReduceLaunch block = group_only_launch(row_block_threads(n));
+    std::vector<float> x(v.begin(), v.end());
+    const float m = device_order(Extremum<float, true>{}, x, block);
+    std::vector<double> terms;
+    for (float xi : x) terms.push_back(static_cast<float>(std::exp(static_cast<double>(xi - m))));
+    const double s = device_order(Sum<double>{}, terms, block);
+    const float inv = static_cast<float>(1.0 / s), log_s = static_cast<float>(std::log(s));
+    for (int64_t j = 0; j < n; ++j) {
+      const float xj = x[static_cast<size_t>(j)];
+      const float y = static_cast<float>(std::exp(static_cast<double>(xj - m))) * inv;
+      INFO("n " << n << " j " << j);
+      CHECK(ulps(y, cpu[static_cast<size_t>(j)]) <= 2);
+      CHECK(ulps(xj - m - log_s, cpu_log[static_cast<size_t>(j)]) <= 1);
+    }
+  }
+}
