@@ -465,3 +465,35 @@ TEST_CASE("the softmax row kernel's steps, in the device order, give the CPU's s
     }
   }
 }
+
+TEST_CASE("the norm row kernel's steps, in the device order, give the CPU's layer_norm and rms_norm", "[reducers]") {
+  // norm.cu: a block of row_block_threads(cols) threads folds the double sums (the mean,
+  // then the centred squares) in the device order, then the CPU's formulas in double and
+  // one rounding: the CPU's float32 results, or a neighbour when the sums' last bits move it.
+  std::mt19937 rng(43);
+  for (int64_t cols : {1, 3, 64, 100, 3000}) {
+    const std::vector<double> v = uniform(rng, static_cast<int>(2 * cols), -2, 3);
+    const std::vector<double> w = uniform(rng, static_cast<int>(cols), 0.5, 1.5), b = uniform(rng, static_cast<int>(cols), -1, 1);
+    const Tensor x = from_vector(v, {2, cols}).to(kFloat32);
+    const Tensor wt = from_vector(w, {cols}).to(kFloat32), bt = from_vector(b, {cols}).to(kFloat32);
+    const std::vector<float> ln = nn::functional::layer_norm(x, {cols}, wt, bt, 1e-3).to_vector<float>();
+    const std::vector<float> rms = nn::functional::rms_norm(x, {cols}, wt, 1e-4).to_vector<float>();
+    const ReduceLaunch block = group_only_launch(row_block_threads(cols));
+    const double n = static_cast<double>(cols);
+    for (int64_t r = 0; r < 2; ++r) {
+      const std::vector<double> row(v.begin() + r * cols, v.begin() + (r + 1) * cols);
+      const double m = device_order(Sum<double>{}, row, block) / n;
+      std::vector<double> centred, squares;
+      for (double xi : row) centred.push_back((xi - m) * (xi - m)), squares.push_back(xi * xi);
+      const double rs = 1.0 / std::sqrt(device_order(Sum<double>{}, centred, block) / n + 1e-3);
+      const double rs_rms = 1.0 / std::sqrt(device_order(Sum<double>{}, squares, block) / n + 1e-4);
+      for (int64_t j = 0; j < cols; ++j) {
+        const size_t k = static_cast<size_t>(r * cols + j), jj = static_cast<size_t>(j);
+        const double wj = static_cast<float>(w[jj]), bj = static_cast<float>(b[jj]);
+        INFO("cols " << cols << " row " << r << " j " << j);
+        CHECK(ulps(static_cast<float>((row[jj] - m) * rs * wj + bj), ln[k]) <= 1);
+        CHECK(ulps(static_cast<float>(row[jj] * rs_rms * wj), rms[k]) <= 1);
+      }
+    }
+  }
+}
