@@ -68,27 +68,25 @@ inline ReduceGeometry make_reduce_geometry(int nd, const int64_t* sizes, const i
   return g;
 }
 
-// Byte offset of output `o` (row-major over the kept dims) in the input.
-MIXT_HD inline int64_t kept_offset(const ReduceGeometry& g, int64_t o) {
+// Byte offset of linear position `i` over `n` dims (dim 0 fastest) of `sizes` and byte `strides`.
+MIXT_HD inline int64_t linear_offset(const int64_t* sizes, const int64_t* strides, int n, int64_t i) {
   int64_t off = 0;
-  for (int k = 0; k < g.nkept && o > 0; ++k) {
-    const int64_t q = div_nonneg(o, g.kept_sizes[k]);
-    off += (o - q * g.kept_sizes[k]) * g.kept_strides[k];
-    o = q;
+  for (int d = 0; d < n && i > 0; ++d) {
+    const int64_t q = div_nonneg(i, sizes[d]);
+    off += (i - q * sizes[d]) * strides[d];
+    i = q;
   }
   return off;
 }
 
+// Byte offset of output `o` (row-major over the kept dims) in the input.
+MIXT_HD inline int64_t kept_offset(const ReduceGeometry& g, int64_t o) {
+  return linear_offset(g.kept_sizes, g.kept_strides, g.nkept, o);
+}
+
 // Byte offset of reduced position `k` (reduced dim 0 fastest) from an output's base.
 MIXT_HD inline int64_t reduced_offset(const ReduceGeometry& g, int64_t k) {
-  if (g.nred == 1) return k * g.red_strides[0];
-  int64_t off = 0;
-  for (int d = 0; d < g.nred && k > 0; ++d) {
-    const int64_t q = div_nonneg(k, g.red_sizes[d]);
-    off += (k - q * g.red_sizes[d]) * g.red_strides[d];
-    k = q;
-  }
-  return off;
+  return g.nred == 1 ? k * g.red_strides[0] : linear_offset(g.red_sizes, g.red_strides, g.nred, k);
 }
 
 // True when the kept dim that is innermost in memory is closer than every reduced dim:
