@@ -3,7 +3,7 @@
 // then y = exp(x - m) * M(1 / sum) or y = x - m - M(log(sum)), rounded once.
 // - Rows along the innermost dim: one block per row; the row is read from global
 //   memory once when it fits in shared memory (the max and the sum then read the
-//   cache). Maximum and sum are folded in the fixed order of reduce.cuh (Note
+//   cache, and softmax keeps exp(x - m) there for the output: one exp per element). Maximum and sum are folded in the fixed order of reduce.cuh (Note
 //   [Deterministic reductions]); the max is exact, the double sum differs from the CPU's
 //   sequential one only in its last bits.
 // - Rows along an outer dim: one thread per line, in the CPU's order (its bits).
@@ -56,7 +56,9 @@ __global__ void softmax_rows_kernel(SoftmaxArgs a, bool cache) {
     double s = 0;
     for (int64_t j = lane; j < a.n; j += threads) {
       const M v = cache ? row[j] : load_opmath<T>(reinterpret_cast<const char*>(x + j));
-      s += static_cast<double>(exp_m(v - m));
+      const M e = exp_m(v - m);
+      if (!Log && cache) row[j] = e;  // softmax reuses it below (the same value the CPU recomputes)
+      s += static_cast<double>(e);
     }
     s = group_reduce(sum_r, s, threads);
     if (lane == 0) shared_partials<double>()[0] = s;
@@ -64,8 +66,14 @@ __global__ void softmax_rows_kernel(SoftmaxArgs a, bool cache) {
     s = shared_partials<double>()[0];
     const M k = static_cast<M>(log_or_inverse<Log>(s));
     for (int64_t j = lane; j < a.n; j += threads) {
-      const M v = cache ? row[j] : load_opmath<T>(reinterpret_cast<const char*>(x + j));
-      out[r * a.n + j] = store_as<T>(softmax_value<Log>(v, m, k));
+      M y;
+      if (!Log && cache) {
+        y = row[j] * k;  // exp(x - m) * (1 / sum)
+      } else {
+        const M v = cache ? row[j] : load_opmath<T>(reinterpret_cast<const char*>(x + j));
+        y = softmax_value<Log>(v, m, k);
+      }
+      out[r * a.n + j] = store_as<T>(y);
     }
     __syncthreads();  // the cache and the partials are reused by the next row
   }
