@@ -117,7 +117,7 @@ struct ReduceLaunch {
   int64_t chunk = 0;          // reduced positions per chunk (the last may be shorter)
 };
 
-constexpr int64_t kReduceTargetThreads = int64_t{1} << 16;  // enough to fill a large GPU
+constexpr int64_t kReduceTargetThreads = int64_t{1} << 18;  // about the resident threads of a large GPU
 constexpr int64_t kReduceMinPerThread = 64;                 // positions a thread folds before a split pays
 constexpr int64_t kReduceMaxSplits = 1024;
 constexpr int64_t kReduceMaxAccBytes = 32;  // workspace bytes per chunk partial (the largest acc_t)
