@@ -8,6 +8,9 @@
 #include <limits>
 
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/reduce_geometry.h>
+#include <mixt/runtime/checked.h>
+#include <mixt/runtime/tensor.h>
 
 namespace mixt {
 
@@ -44,6 +47,23 @@ inline ReduceSpec make_reduce_spec(const OpCall& call, const Shape& sizes, const
     }
   }
   return s;
+}
+
+// `in`'s geometry split by `mask` into kept and reduced dims (reduce_geometry.h). An empty
+// input reads nothing: only the output's extent matters, and its strides (and the
+// products of its other sizes) are not bounded by any storage.
+inline ReduceGeometry make_reduce_geometry(const Tensor& in, uint32_t mask) {
+  if (in.numel() == 0) {
+    ReduceGeometry g;
+    Shape kept;
+    for (int d = 0; d < in.dim(); ++d)
+      if (!(mask & (1u << d))) kept.push_back(in.sizes()[d]);
+    g.out_numel = checked_numel(kept, "reduction");
+    g.red_numel = 0;
+    return g;
+  }
+  // Strides are bounded: the storage covers the view.
+  return make_reduce_geometry(in.dim(), in.sizes().data(), in.strides().data(), in.element_size(), mask);
 }
 
 // Result dtype of sum, prod, cumsum and cumprod: `requested` when given, else

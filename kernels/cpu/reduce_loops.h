@@ -19,29 +19,13 @@
 #include <omp.h>
 
 #include <mixt/kernels/common/reduce_geometry.h>
+#include <mixt/kernels/common/reduce_meta.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/runtime/checked.h>
 #include <mixt/runtime/dtype.h>
 #include <mixt/runtime/tensor.h>
 
 namespace mixt::cpu {
-
-// The input's geometry split into kept and reduced dims (kernels/common/reduce_geometry.h).
-inline ReduceGeometry make_reduce_geometry(const Tensor& in, uint32_t mask) {
-  if (in.numel() == 0) {
-    // Nothing is read: only the output's extent matters, and an empty input's strides
-    // (and the products of its other sizes) are not bounded by any storage.
-    ReduceGeometry g;
-    Shape kept;
-    for (int d = 0; d < in.dim(); ++d)
-      if (!(mask & (1u << d))) kept.push_back(in.sizes()[d]);
-    g.out_numel = checked_numel(kept, "reduction");
-    g.red_numel = 0;
-    return g;
-  }
-  // Strides are bounded: the storage covers the view.
-  return mixt::make_reduce_geometry(in.dim(), in.sizes().data(), in.strides().data(), in.element_size(), mask);
-}
 
 // Calls run(p, stride, n, i0) for the runs along reduced dim 0 that cover the
 // reduced positions [begin, end) from `base`: n elements at p, p + stride, ...

@@ -13,7 +13,6 @@
 #include <mixt/kernels/cuda/reduce_launch.h>
 #include <mixt/kernels/cuda/register.h>
 #include <mixt/kernels/cuda/stream.h>
-#include <mixt/runtime/checked.h>
 #include <mixt/runtime/ops/ops.h>
 
 namespace mixt::cuda {
@@ -51,17 +50,8 @@ struct Planned {
 
 Planned plan(const OpCall& c, const Tensor& x, const Shape& dims, bool keepdim, ReduceOp op) {
   Planned p{x, make_reduce_spec(c, x.sizes(), dims, keepdim), {}};
-  ReduceGeometry& g = p.args.geom;
-  if (x.numel() == 0) {
-    Shape kept;
-    for (int d = 0; d < x.dim(); ++d)
-      if (!(p.spec.mask & (1u << d))) kept.push_back(x.sizes()[d]);
-    g.out_numel = checked_numel(kept, op_name(c.op).data());
-    g.red_numel = 0;
-  } else {
-    g = make_reduce_geometry(x.dim(), x.sizes().data(), x.strides().data(), x.element_size(), p.spec.mask);
-  }
-  p.args.launch = make_reduce_launch(g);
+  p.args.geom = make_reduce_geometry(x, p.spec.mask);
+  p.args.launch = make_reduce_launch(p.args.geom);
   p.args.in = x.numel() > 0 ? x.data_ptr() : nullptr;
   p.args.in_dtype = x.dtype();
   p.args.op = op;
