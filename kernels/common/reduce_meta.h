@@ -1,12 +1,16 @@
-// Backend-independent parts of the reductions and scans: which dims are reduced,
+// Backend-independent parts of the reductions, scans, softmax and normalizations: which dims are reduced,
 // the result's shape, and the result dtype of each op (PyTorch's rules). Host
 // code only (errors are formatted with fmt): a CUDA backend calls these from its
 // .cpp launchers, never from .cu files.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/reduce_geometry.h>
+#include <mixt/runtime/checked.h>
+#include <mixt/runtime/tensor.h>
 
 namespace mixt {
 
@@ -45,6 +49,23 @@ inline ReduceSpec make_reduce_spec(const OpCall& call, const Shape& sizes, const
   return s;
 }
 
+// `in`'s geometry split by `mask` into kept and reduced dims (reduce_geometry.h). An empty
+// input reads nothing: only the output's extent matters, and its strides (and the
+// products of its other sizes) are not bounded by any storage.
+inline ReduceGeometry make_reduce_geometry(const Tensor& in, uint32_t mask) {
+  if (in.numel() == 0) {
+    ReduceGeometry g;
+    Shape kept;
+    for (int d = 0; d < in.dim(); ++d)
+      if (!(mask & (1u << d))) kept.push_back(in.sizes()[d]);
+    g.out_numel = checked_numel(kept, "reduction");
+    g.red_numel = 0;
+    return g;
+  }
+  // Strides are bounded: the storage covers the view.
+  return make_reduce_geometry(in.dim(), in.sizes().data(), in.strides().data(), in.element_size(), mask);
+}
+
 // Result dtype of sum, prod, cumsum and cumprod: `requested` when given, else
 // int64 for integer and bool inputs, else the input's dtype.
 inline ScalarType sum_result_dtype(ScalarType in, ScalarType requested) {
@@ -65,5 +86,42 @@ inline ScalarType floating_result_dtype(const OpCall& call, ScalarType in, Scala
 
 // Result dtype of logsumexp: integer and bool inputs give float32.
 inline ScalarType logsumexp_result_dtype(ScalarType in) { return is_floating(in) ? in : kFloat32; }
+
+// Raises the error of max-like ops (amax, amin, max, min, argmax, argmin) over an empty
+// reduced extent.
+inline void check_reduce_nonempty(const OpCall& call, const ReduceSpec& spec) {
+  MIXT_CHECK_OP(spec.reduced_numel > 0, call,
+                "cannot reduce over a zero-size dimension (the operation has no identity); specify a dim that is "
+                "not empty");
+}
+
+// The scanned dim of cumsum / cumprod for an input of `ndim` dims, wrapped (a 0-dim
+// tensor accepts 0 and -1).
+inline int scan_dim(const OpCall& call, int64_t dim, int64_t ndim) {
+  const int64_t n = ndim > 0 ? ndim : 1;
+  MIXT_CHECK_OP(dim >= -n && dim < n, call, "dimension {} is out of range for a tensor of {} dimensions", dim, ndim);
+  return static_cast<int>(dim < 0 ? dim + n : dim);
+}
+
+// softmax / log_softmax: dtype= (when given) is floating, and so is the input unless
+// dtype= converts it.
+inline void check_softmax_dtypes(const OpCall& call, ScalarType in, ScalarType requested) {
+  MIXT_CHECK_OP(requested == ScalarType::Undefined || is_floating(requested), call,
+                "dtype must be a floating type, got {}", requested);
+  MIXT_CHECK_OP(is_floating(in) || requested != ScalarType::Undefined, call,
+                "expected a floating input, got {} (pass a floating dtype to convert it first)", in);
+}
+
+// rms_norm's default eps: the machine epsilon of `t` (as torch.finfo(dtype).eps).
+inline double rms_norm_default_eps(ScalarType t) {
+  switch (t) {
+    case kFloat64: return std::numeric_limits<double>::epsilon();
+    case kFloat16: return 0x1p-10;
+    case kBFloat16: return 0x1p-7;
+    case kFloat8_e4m3fn: return 0x1p-3;
+    case kFloat8_e5m2: return 0x1p-2;
+    default: return std::numeric_limits<float>::epsilon();
+  }
+}
 
 }  // namespace mixt

@@ -11,6 +11,7 @@
 #include <mixt/kernels/common/op_checks.h>
 #include <mixt/kernels/common/convert.h>
 #include <mixt/kernels/common/host_copy.h>
+#include <mixt/kernels/common/reduce_meta.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/dtype_visit.h>
@@ -117,27 +118,9 @@ void layer_norm_kernel(OpCall& c, DispatchKeySet) {
   set_outputs(c, {y, mean, rstd});
 }
 
-// The machine epsilon of `t` (rms_norm's default eps, as torch.finfo(dtype).eps).
-double epsilon_of(ScalarType t) {
-  switch (t) {
-    case kFloat64:
-      return std::numeric_limits<double>::epsilon();
-    case kFloat16:
-      return 0x1p-10;
-    case kBFloat16:
-      return 0x1p-7;
-    case kFloat8_e4m3fn:
-      return 0x1p-3;
-    case kFloat8_e5m2:
-      return 0x1p-2;
-    default:
-      return std::numeric_limits<float>::epsilon();
-  }
-}
-
 void rms_norm_kernel(OpCall& c, DispatchKeySet) {
   const NormPlan p = plan_norm(c, false);
-  const double eps = c.attrs.get<attrs::RmsNorm>().eps.value_or(epsilon_of(p.x.dtype()));
+  const double eps = c.attrs.get<attrs::RmsNorm>().eps.value_or(rms_norm_default_eps(p.x.dtype()));
   const Tensor rstd = make_empty(p.stat_sizes, accumulate_type(p.x.dtype()), p.x.device());
   const double* w = data_or_null(p.weight);
   const Tensor y = for_each_row(c, p, [&](const auto* x, auto* y, int64_t r) {

@@ -16,6 +16,7 @@
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/convert.h>
 #include <mixt/kernels/common/reduce_meta.h>
+#include <mixt/kernels/common/reducers.h>
 #include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cpu/reduce_loops.h>
 #include <mixt/kernels/cpu/register.h>
@@ -27,190 +28,22 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// NaN test that is false for integer and bool values.
-template <class V>
-bool is_nan(V v) {
-  if constexpr (std::is_floating_point_v<V>) return std::isnan(v);
-  else return false;
-}
-
 template <class T>
 constexpr bool is_float_storage = std::is_floating_point_v<opmath_t<T>>;
 
-// ---- reducers ----
+// ---- reducers (kernels/common/reducers.h) with the CPU's accumulators ----
 
-// Sum: double for floating inputs, wrapping int64 for integers and bool.
+// Floating sums and products in double, integer and bool ones in wrapping int64.
 template <class T>
-struct SumReducer {
-  using acc_t = std::conditional_t<is_float_storage<T>, double, int64_t>;
-  acc_t init() const { return 0; }
-  void step(acc_t& a, opmath_t<T> v, int64_t) const {
-    if constexpr (is_float_storage<T>) a += static_cast<double>(v);
-    else a = static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(static_cast<int64_t>(v)));
-  }
-  void merge(acc_t& a, const acc_t& b) const { add(a, b); }
-  static void add(acc_t& a, acc_t b) {
-    if constexpr (is_float_storage<T>) a += b;
-    else a = static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-  }
-};
-
-// Product: as SumReducer, multiplying.
+using wide_acc_t = std::conditional_t<is_float_storage<T>, double, int64_t>;
 template <class T>
-struct ProdReducer {
-  using acc_t = std::conditional_t<is_float_storage<T>, double, int64_t>;
-  acc_t init() const { return 1; }
-  static void mul(acc_t& a, acc_t b) {
-    if constexpr (is_float_storage<T>) a *= b;
-    else a = static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-  }
-  void step(acc_t& a, opmath_t<T> v, int64_t) const { mul(a, static_cast<acc_t>(v)); }
-  void merge(acc_t& a, const acc_t& b) const { mul(a, b); }
-};
-
-// amax (Max) / amin: NaN wins.
+using SumReducer = reducers::Sum<wide_acc_t<T>>;
+template <class T>
+using ProdReducer = reducers::Prod<wide_acc_t<T>>;
 template <class T, bool Max>
-struct ExtremumReducer {
-  using acc_t = opmath_t<T>;
-  acc_t init() const {
-    if constexpr (std::is_floating_point_v<acc_t>)
-      return Max ? -std::numeric_limits<acc_t>::infinity() : std::numeric_limits<acc_t>::infinity();
-    else return Max ? std::numeric_limits<acc_t>::lowest() : std::numeric_limits<acc_t>::max();
-  }
-  void step(acc_t& a, acc_t v, int64_t) const {
-    if ((Max ? v > a : v < a) || is_nan(v)) a = v;
-  }
-  void merge(acc_t& a, const acc_t& b) const { step(a, b, 0); }
-};
-
-// max/min with indices, argmax/argmin: the first NaN, else the first extremum.
+using ExtremumReducer = reducers::Extremum<opmath_t<T>, Max>;
 template <class T, bool Max>
-struct ArgReducer {
-  struct acc_t {
-    opmath_t<T> v{};
-    int64_t i = -1;  // -1: nothing seen yet
-  };
-  acc_t init() const { return {}; }
-  static bool beats(opmath_t<T> v, opmath_t<T> cur) {
-    return !is_nan(cur) && (is_nan(v) || (Max ? v > cur : v < cur));
-  }
-  void step(acc_t& a, opmath_t<T> v, int64_t i) const {
-    if (a.i < 0 || beats(v, a.v)) a = {v, i};
-  }
-  void merge(acc_t& a, const acc_t& b) const {
-    if (b.i >= 0 && (a.i < 0 || beats(b.v, a.v))) a = b;
-  }
-};
-
-// Welford's running mean and sum of squared deviations, in double.
-template <class T>
-struct WelfordReducer {
-  struct acc_t {
-    double mean = 0, m2 = 0;
-    int64_t n = 0;
-  };
-  acc_t init() const { return {}; }
-  void step(acc_t& a, opmath_t<T> v, int64_t) const {
-    const double x = static_cast<double>(v);
-    ++a.n;
-    const double d = x - a.mean;
-    a.mean += d / static_cast<double>(a.n);
-    a.m2 += d * (x - a.mean);
-  }
-  // Chan et al.'s combination of two partial results.
-  void merge(acc_t& a, const acc_t& b) const {
-    if (b.n == 0) return;
-    if (a.n == 0) {
-      a = b;
-      return;
-    }
-    const double na = static_cast<double>(a.n), nb = static_cast<double>(b.n), n = na + nb;
-    const double d = b.mean - a.mean;
-    a.mean += d * nb / n;
-    a.m2 += b.m2 + d * d * na * nb / n;
-    a.n += b.n;
-  }
-};
-
-enum class NormKind { Two, One, Inf, NegInf, Zero, General };
-
-// Vector p-norm of |x| in double; the kind is chosen at run time.
-template <class T>
-struct NormReducer {
-  using acc_t = double;
-  NormKind kind;
-  double p;
-  acc_t init() const { return kind == NormKind::NegInf ? kInf : 0.0; }
-  void step(acc_t& a, opmath_t<T> v, int64_t) const { fold(a, std::abs(static_cast<double>(v))); }
-  // Folds one magnitude (or, for the max/min kinds, a partial result).
-  void fold(acc_t& a, double x) const {
-    switch (kind) {
-      case NormKind::Two: a += x * x; break;
-      case NormKind::One: a += x; break;
-      case NormKind::Inf: if (x > a || std::isnan(x)) a = x; break;
-      case NormKind::NegInf: if (x < a || std::isnan(x)) a = x; break;
-      case NormKind::Zero: a += x != 0.0 ? 1.0 : 0.0; break;
-      case NormKind::General: a += std::pow(x, p); break;
-    }
-  }
-  void merge(acc_t& a, const acc_t& b) const {
-    if (kind == NormKind::Inf || kind == NormKind::NegInf) fold(a, b);
-    else a += b;
-  }
-  double finish(acc_t a) const {
-    if (kind == NormKind::Two) return std::sqrt(a);
-    if (kind == NormKind::General) return std::pow(a, 1.0 / p);
-    return a;
-  }
-};
-
-// log(sum(exp(x))) with a running maximum m: s = sum(exp(x - m)).
-template <class T>
-struct LogSumExpReducer {
-  struct acc_t {
-    double m = -kInf, s = 0;
-    bool nan = false;
-  };
-  acc_t init() const { return {}; }
-  // Adds `s` terms already scaled by exp(-m) to the accumulator.
-  static void fold(acc_t& a, double m, double s) {
-    if (m == -kInf) return;  // exp(-inf) contributes nothing
-    if (m > a.m) {
-      a.s = (a.m == -kInf ? 0.0 : a.s * std::exp(a.m - m)) + s;
-      a.m = m;
-    } else if (m == a.m) {
-      a.s += s;
-    } else {
-      a.s += s * std::exp(m - a.m);
-    }
-  }
-  void step(acc_t& a, opmath_t<T> v, int64_t) const {
-    const double x = static_cast<double>(v);
-    if (std::isnan(x)) a.nan = true;
-    else fold(a, x, 1.0);
-  }
-  void merge(acc_t& a, const acc_t& b) const {
-    a.nan = a.nan || b.nan;
-    fold(a, b.m, b.s);
-  }
-  static double finish(const acc_t& a) {
-    if (a.nan) return std::numeric_limits<double>::quiet_NaN();
-    if (a.m == -kInf || a.m == kInf) return a.m;
-    return a.m + std::log(a.s);
-  }
-};
-
-// all (All) / any: non-zero values (NaN included) are true.
-template <class T, bool All>
-struct LogicalReducer {
-  using acc_t = bool;
-  acc_t init() const { return All; }
-  void step(acc_t& a, opmath_t<T> v, int64_t) const {
-    const bool x = v != opmath_t<T>(0);
-    a = All ? (a && x) : (a || x);
-  }
-  void merge(acc_t& a, const acc_t& b) const { a = All ? (a && b) : (a || b); }
-};
+using ArgReducer = reducers::Arg<opmath_t<T>, Max>;
 
 // ---- shared plumbing ----
 
@@ -234,13 +67,6 @@ Tensor input_as(const OpCall& c, ScalarType dtype) {
   const Tensor& x = c.in[0];
   MIXT_CHECK_OP(x.is_cpu(), c, "the CPU kernel got a tensor on {}", x.device());
   return dtype == ScalarType::Undefined ? x : host::converted(x, dtype, c);
-}
-
-// Raises the error of max-like ops over an empty reduced extent.
-void check_nonempty(const OpCall& c, const ReduceSpec& spec) {
-  MIXT_CHECK_OP(spec.reduced_numel > 0, c,
-                "cannot reduce over a zero-size dimension (the operation has no identity); specify a dim that is "
-                "not empty");
 }
 
 // A planned reduction of `x` over the dims of `spec`.
@@ -296,7 +122,9 @@ void mean_kernel(OpCall& c, DispatchKeySet) {
   visit_dtype<dtypes::kFloating>(out_dtype, "mean", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* o = out.data_ptr<T>();
-    run_reduction<T>(red.geom, SumReducer<T>{}, red.x, [o, n](int64_t i, double a) { o[i] = convert<T>(a / n); });
+    reducers::Mean r;
+    r.n = n;
+    run_reduction<T>(red.geom, r, red.x, [o, &r](int64_t i, double a) { o[i] = convert<T>(r.project(a)); });
   });
   set_output(c, 0, out);
 }
@@ -306,7 +134,7 @@ template <bool Max>
 void extremum_kernel(OpCall& c, DispatchKeySet) {
   const auto& a = c.attrs.get<attrs::Reduce>();
   const ReducePlan red = plan(c, input_as(c, ScalarType::Undefined), a.dims, a.keepdim);
-  check_nonempty(c, red.spec);
+  check_reduce_nonempty(c, red.spec);
   Tensor out = make_empty(red.spec.out_sizes, red.x.dtype(), red.x.device());
   visit_dtype(red.x.dtype(), op_name(c.op).data(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -337,7 +165,7 @@ template <bool Max>
 void max_dim_kernel(OpCall& c, DispatchKeySet) {
   const auto& a = c.attrs.get<attrs::ReduceDim>();
   const ReducePlan red = plan(c, input_as(c, ScalarType::Undefined), Shape{a.dim}, a.keepdim);
-  check_nonempty(c, red.spec);
+  check_reduce_nonempty(c, red.spec);
   Tensor values = make_empty(red.spec.out_sizes, red.x.dtype(), red.x.device());
   Tensor indices = make_empty(red.spec.out_sizes, kInt64, red.x.device());
   run_arg_reduction<Max, dtypes::kAll>(c, red, &values, indices);
@@ -360,7 +188,7 @@ void arg_kernel(OpCall& c, DispatchKeySet) {
     red = plan(c, x, Shape{*a.dim}, a.keepdim);
     out_sizes = red.spec.out_sizes;
   }
-  check_nonempty(c, red.spec);
+  check_reduce_nonempty(c, red.spec);
   Tensor indices = make_empty(out_sizes, kInt64, x.device());
   run_arg_reduction<Max, dtypes::kNumeric>(c, red, nullptr, indices);  // PyTorch has no bool argmax
   set_output(c, 0, indices);
@@ -376,12 +204,10 @@ void var_kernel(OpCall& c, DispatchKeySet) {
   Tensor out = make_empty(red.spec.out_sizes, dtype, red.x.device());
   visit_dtype<dtypes::kFloating>(dtype, op_name(c.op).data(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using acc_t = typename WelfordReducer<T>::acc_t;
+    const reducers::Welford<double> r{correction, Std};
     T* o = out.data_ptr<T>();
-    run_reduction<T>(red.geom, WelfordReducer<T>{}, red.x, [o, correction](int64_t i, const acc_t& a) {
-      const double var = a.m2 / std::max(0.0, static_cast<double>(a.n) - correction);
-      o[i] = convert<T>(Std ? std::sqrt(var) : var);
-    });
+    run_reduction<T>(red.geom, r, red.x,
+                     [o, &r](int64_t i, const reducers::WelfordAcc<double>& a) { o[i] = convert<T>(r.project(a)); });
   });
   set_output(c, 0, out);
 }
@@ -392,12 +218,6 @@ void norm_kernel(OpCall& c, DispatchKeySet) {
   const ScalarType dtype = floating_result_dtype(c, c.in[0].dtype(), c.attrs.dtype);
   const double p = c.attrs.get<attrs::Norm>().p;
   MIXT_CHECK_OP(!std::isnan(p), c, "the order p must not be NaN");
-  const NormKind kind = p == 2.0 ? NormKind::Two
-                        : p == 1.0 ? NormKind::One
-                        : p == kInf ? NormKind::Inf
-                        : p == -kInf ? NormKind::NegInf
-                        : p == 0.0 ? NormKind::Zero
-                                   : NormKind::General;
   const auto& a = c.attrs.get<attrs::Norm>();
   const ReducePlan red = plan(c, input_as(c, dtype), a.dims, a.keepdim);
   MIXT_CHECK_OP(red.spec.reduced_numel > 0 || (p >= 0.0 && p != kInf), c,
@@ -405,9 +225,9 @@ void norm_kernel(OpCall& c, DispatchKeySet) {
   Tensor out = make_empty(red.spec.out_sizes, dtype, red.x.device());
   visit_dtype<dtypes::kFloating>(dtype, "norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const NormReducer<T> r{kind, p};
+    const reducers::Norm r{reducers::norm_kind(p), p};
     T* o = out.data_ptr<T>();
-    run_reduction<T>(red.geom, r, red.x, [o, &r](int64_t i, double a) { o[i] = convert<T>(r.finish(a)); });
+    run_reduction<T>(red.geom, r, red.x, [o, &r](int64_t i, double a) { o[i] = convert<T>(r.project(a)); });
   });
   set_output(c, 0, out);
 }
@@ -420,10 +240,10 @@ void logsumexp_kernel(OpCall& c, DispatchKeySet) {
   Tensor out = make_empty(red.spec.out_sizes, dtype, red.x.device());
   visit_dtype<dtypes::kFloating>(dtype, "logsumexp", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using R = LogSumExpReducer<T>;
+    const reducers::LogSumExp r;
     T* o = out.data_ptr<T>();
-    run_reduction<T>(red.geom, R{}, red.x,
-                     [o](int64_t i, const typename R::acc_t& a) { o[i] = convert<T>(R::finish(a)); });
+    run_reduction<T>(red.geom, r, red.x,
+                     [o, &r](int64_t i, const reducers::LogSumExpAcc& a) { o[i] = convert<T>(r.project(a)); });
   });
   set_output(c, 0, out);
 }
@@ -437,7 +257,7 @@ void logical_kernel(OpCall& c, DispatchKeySet) {
   bool* o = out.data_ptr<bool>();
   visit_dtype(red.x.dtype(), op_name(c.op).data(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    run_reduction<T>(red.geom, LogicalReducer<T, All>{}, red.x, [o](int64_t i, bool a) { o[i] = a; });
+    run_reduction<T>(red.geom, reducers::Logical<All>{}, red.x, [o](int64_t i, bool a) { o[i] = a; });
   });
   set_output(c, 0, out);
 }

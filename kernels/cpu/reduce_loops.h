@@ -4,14 +4,12 @@
 // reductions split their reduced range instead, with per-thread partials merged
 // in order (so "first occurrence" stays first).
 //
-// A Reducer R supplies:
-//   using acc_t;                                   the accumulator
-//   acc_t init() const;                            the empty accumulator
-//   void step(acc_t&, V value, int64_t i) const;   fold element i of the reduced range
-//   void merge(acc_t& a, const acc_t& b) const;    fold b (a later range) into a
-// where V is opmath_t<T> of the input storage type T. The index i is the linear
-// position in the reduced range; it follows the logical order only when one dim
-// is reduced (the only case where index reductions use it).
+// A Reducer R is one of kernels/common/reducers.h (init, accumulate, combine; the
+// store calls project): values arrive as opmath_t<T> of the input storage type T.
+// The index i is the linear position in the reduced range; it follows the logical
+// order only when one dim is reduced (the only case where index reductions use it).
+// Within a thread positions are folded in increasing order; partials of later
+// ranges are combined into earlier ones.
 #pragma once
 
 #include <algorithm>
@@ -20,79 +18,14 @@
 
 #include <omp.h>
 
+#include <mixt/kernels/common/reduce_geometry.h>
+#include <mixt/kernels/common/reduce_meta.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/runtime/checked.h>
 #include <mixt/runtime/dtype.h>
 #include <mixt/runtime/tensor.h>
 
 namespace mixt::cpu {
-
-// The input's geometry split into kept dims (row-major order of the output,
-// innermost first) and reduced dims (smallest stride first); strides in bytes.
-struct ReduceGeometry {
-  int nkept = 0, nred = 0;
-  int64_t kept_sizes[kMaxDims] = {}, kept_strides[kMaxDims] = {};
-  int64_t red_sizes[kMaxDims] = {}, red_strides[kMaxDims] = {};
-  int64_t out_numel = 1, red_numel = 1;
-};
-
-// Splits `in` by `mask` (bit d: dim d is reduced), dropping size-1 dims and merging
-// neighbours that are contiguous with each other.
-inline ReduceGeometry make_reduce_geometry(const Tensor& in, uint32_t mask) {
-  ReduceGeometry g;
-  if (in.numel() == 0) {
-    // Nothing is read: only the output's extent matters, and an empty input's strides
-    // (and the products of its other sizes) are not bounded by any storage.
-    Shape kept;
-    for (int d = 0; d < in.dim(); ++d)
-      if (!(mask & (1u << d))) kept.push_back(in.sizes()[d]);
-    g.out_numel = checked_numel(kept, "reduction");
-    g.red_numel = 0;
-    return g;
-  }
-  const int64_t es = in.element_size();
-  int64_t rs[kMaxDims], rst[kMaxDims];
-  int nr = 0;
-  for (int d = in.dim() - 1; d >= 0; --d) {
-    const int64_t size = in.sizes()[d];
-    if (size == 1) continue;  // a size-1 dim's stride is never stepped (and is unbounded)
-    const int64_t stride = in.strides()[d] * es;  // bounded: the storage covers the view
-    if (mask & (1u << d)) {
-      g.red_numel *= size;
-      rs[nr] = size, rst[nr] = stride, ++nr;
-      continue;
-    }
-    g.out_numel *= size;
-    if (g.nkept > 0 && stride == g.kept_strides[g.nkept - 1] * g.kept_sizes[g.nkept - 1]) {
-      g.kept_sizes[g.nkept - 1] *= size;
-    } else {
-      g.kept_sizes[g.nkept] = size, g.kept_strides[g.nkept] = stride, ++g.nkept;
-    }
-  }
-  // Reduced dims: the order does not change the result, so walk memory in order.
-  int perm[kMaxDims];
-  for (int i = 0; i < nr; ++i) perm[i] = i;
-  std::stable_sort(perm, perm + nr, [&](int a, int b) { return rst[a] < rst[b]; });
-  for (int i = 0; i < nr; ++i) {
-    const int64_t size = rs[perm[i]], stride = rst[perm[i]];
-    if (g.nred > 0 && stride == g.red_strides[g.nred - 1] * g.red_sizes[g.nred - 1]) {
-      g.red_sizes[g.nred - 1] *= size;
-    } else {
-      g.red_sizes[g.nred] = size, g.red_strides[g.nred] = stride, ++g.nred;
-    }
-  }
-  return g;
-}
-
-// Byte offset of output `o` (row-major over the kept dims) in the input.
-inline int64_t kept_offset(const ReduceGeometry& g, int64_t o) {
-  int64_t off = 0;
-  for (int k = 0; k < g.nkept && o > 0; ++k) {
-    off += (o % g.kept_sizes[k]) * g.kept_strides[k];
-    o /= g.kept_sizes[k];
-  }
-  return off;
-}
 
 // Calls run(p, stride, n, i0) for the runs along reduced dim 0 that cover the
 // reduced positions [begin, end) from `base`: n elements at p, p + stride, ...
@@ -140,9 +73,9 @@ void reduce_range(const ReduceGeometry& g, const R& r, const char* base, int64_t
   for_each_reduced_run(g, base, begin, end, [&](const char* p, int64_t s, int64_t n, int64_t i0) {
     if (s == static_cast<int64_t>(sizeof(T))) {
       const T* x = reinterpret_cast<const T*>(p);
-      for (int64_t i = 0; i < n; ++i) r.step(acc, static_cast<opmath_t<T>>(x[i]), i0 + i);
+      for (int64_t i = 0; i < n; ++i) r.accumulate(acc, static_cast<opmath_t<T>>(x[i]), i0 + i);
     } else {
-      for (int64_t i = 0; i < n; ++i) r.step(acc, load<T>(p + i * s), i0 + i);
+      for (int64_t i = 0; i < n; ++i) r.accumulate(acc, load<T>(p + i * s), i0 + i);
     }
   });
 }
@@ -170,9 +103,9 @@ void reduce_outer_block(const ReduceGeometry& g, const R& r, const char* in, int
                              if (ks == static_cast<int64_t>(sizeof(T))) {
                                const T* x = reinterpret_cast<const T*>(q);
 #pragma omp simd
-                               for (int64_t j = 0; j < b; ++j) r.step(acc[j], static_cast<opmath_t<T>>(x[j]), i0 + i);
+                               for (int64_t j = 0; j < b; ++j) r.accumulate(acc[j], static_cast<opmath_t<T>>(x[j]), i0 + i);
                              } else {
-                               for (int64_t j = 0; j < b; ++j) r.step(acc[j], load<T>(q + j * ks), i0 + i);
+                               for (int64_t j = 0; j < b; ++j) r.accumulate(acc[j], load<T>(q + j * ks), i0 + i);
                              }
                            }
                          });
@@ -207,7 +140,7 @@ void run_reduction(const ReduceGeometry& g, const R& r, const Tensor& in, Store&
         partial[static_cast<size_t>(t)] = acc;
       }
       acc_t acc = partial[0];
-      for (int u = 1; u < nt_red; ++u) r.merge(acc, partial[static_cast<size_t>(u)]);
+      for (int u = 1; u < nt_red; ++u) r.combine(acc, partial[static_cast<size_t>(u)]);
       store(o, acc);
     }
     return;

@@ -1,4 +1,5 @@
-// Scans on the CPU: cumsum and cumprod along one dim. Floating inputs accumulate
+// Scans on the CPU: cumsum and cumprod along one dim (the arithmetic of
+// kernels/common/reducers.h, as the CUDA scan's). Floating inputs accumulate
 // in double (as PyTorch's CPU kernels do for float) and round each output once;
 // integer and bool inputs accumulate in wrapping int64 and give int64 unless a
 // dtype is requested (the input is then converted to it first).
@@ -9,6 +10,7 @@
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/convert.h>
 #include <mixt/kernels/common/reduce_meta.h>
+#include <mixt/kernels/common/reducers.h>
 #include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
@@ -92,10 +94,7 @@ template <bool Prod>
 void scan_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& in = c.in[0];
   MIXT_CHECK_OP(in.is_cpu(), c, "the CPU kernel got a tensor on {}", in.device());
-  const int64_t nd = in.dim() > 0 ? in.dim() : 1;
-  const int64_t d = c.attrs.get<attrs::Dim>().dim;
-  MIXT_CHECK_OP(d >= -nd && d < nd, c, "dimension {} is out of range for a tensor of {} dimensions", d, in.dim());
-  const int dim = static_cast<int>(d < 0 ? d + nd : d);
+  const int dim = scan_dim(c, c.attrs.get<attrs::Dim>().dim, in.dim());
   const ScalarType out_dtype = sum_result_dtype(in.dtype(), c.attrs.dtype);
   const Tensor x = c.attrs.dtype == ScalarType::Undefined ? in : host::converted(in, c.attrs.dtype, c);
   Tensor out = make_empty(x.sizes(), out_dtype, x.device());
@@ -108,7 +107,7 @@ void scan_kernel(OpCall& c, DispatchKeySet) {
       if constexpr (std::is_floating_point_v<opmath_t<T>>) {
         T* o = out.data_ptr<T>();
         auto store = [o](int64_t i, double a) { o[i] = convert<T>(a); };
-        auto op = [](double a, double v) { return Prod ? a * v : a + v; };
+        auto op = [](double a, double v) { return Prod ? reducers::mul(a, v) : reducers::add(a, v); };
         parallel_for(g.outer_numel, grain,
                      [&](int64_t pb, int64_t pe) { scan_lines<T>(g, base, Prod ? 1.0 : 0.0, op, store, pb, pe); });
       } else {
@@ -119,7 +118,7 @@ void scan_kernel(OpCall& c, DispatchKeySet) {
           if (wide) static_cast<int64_t*>(o)[i] = static_cast<int64_t>(a);
           else static_cast<T*>(o)[i] = convert<T>(static_cast<int64_t>(a));
         };
-        auto op = [](uint64_t a, uint64_t v) { return Prod ? a * v : a + v; };
+        auto op = [](uint64_t a, uint64_t v) { return Prod ? reducers::mul(a, v) : reducers::add(a, v); };
         parallel_for(g.outer_numel, grain, [&](int64_t pb, int64_t pe) {
           scan_lines<T>(g, base, uint64_t{Prod ? 1u : 0u}, op, store, pb, pe);
         });

@@ -9,6 +9,8 @@
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/convert.h>
 #include <mixt/kernels/common/host_copy.h>
+#include <mixt/kernels/common/reduce_meta.h>
+#include <mixt/kernels/common/reducers.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/dtype_visit.h>
@@ -39,11 +41,9 @@ Lines lines_of(const Tensor& x, int64_t dim) {
 template <bool Log, class T>
 void softmax_line(const T* x, T* y, int64_t n, int64_t stride) {
   using M = opmath_t<T>;
-  M m = -std::numeric_limits<M>::infinity();
-  for (int64_t j = 0; j < n; ++j) {
-    const M v = static_cast<M>(x[j * stride]);
-    if (v > m || std::isnan(v)) m = v;
-  }
+  const reducers::Extremum<M, true> max_r;  // NaN wins (kernels/common/reducers.h, shared with CUDA)
+  M m = max_r.init();
+  for (int64_t j = 0; j < n; ++j) max_r.accumulate(m, static_cast<M>(x[j * stride]), j);
   double s = 0;
   for (int64_t j = 0; j < n; ++j) s += static_cast<double>(std::exp(static_cast<M>(x[j * stride]) - m));
   if constexpr (Log) {
@@ -60,9 +60,7 @@ void softmax_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& in = c.in[0];
   const ScalarType dt = c.attrs.dtype;
   MIXT_CHECK_OP(in.is_cpu(), c, "the CPU kernel got a tensor on {}", in.device());
-  MIXT_CHECK_OP(dt == ScalarType::Undefined || is_floating(dt), c, "dtype must be a floating type, got {}", dt);
-  MIXT_CHECK_OP(is_floating(in.dtype()) || dt != ScalarType::Undefined, c,
-                "expected a floating input, got {} (pass a floating dtype to convert it first)", in.dtype());
+  check_softmax_dtypes(c, in.dtype(), dt);
   const Tensor x = host::contiguous(dt == ScalarType::Undefined ? in : host::converted(in, dt, c), c);
   const int64_t dim = wrap_dim(c.attrs.get<attrs::Dim>().dim, x.dim(), op_name(c.op).data());
   const Lines l = lines_of(x, dim);

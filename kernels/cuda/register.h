@@ -12,4 +12,8 @@ void register_index_kernels();       // embedding, gather, index_select, masked_
 void register_conv_kernels();        // im2col, col2im
 void register_gemm_kernels();     // mm, bmm, addmm, baddbmm, linear, scaled_mm (gemm/matmul.cpp)
 void register_scaled_mm_kernel(); // scaled_mm (gemm/scaled_mm.cpp; called by register_gemm_kernels)
+void register_reduce_kernels();   // sum, prod, mean, amax, amin, max, min, argmax, argmin, var, std, norm, logsumexp, all, any
+void register_scan_kernels();     // cumsum, cumprod
+void register_softmax_kernels();  // softmax, log_softmax
+void register_norm_kernels();     // layer_norm, rms_norm
 }  // namespace mixt::cuda

@@ -17,6 +17,10 @@ void register_cuda_kernels() {
   cuda::register_index_kernels();
   cuda::register_conv_kernels();
   cuda::register_gemm_kernels();
+  cuda::register_reduce_kernels();
+  cuda::register_scan_kernels();
+  cuda::register_softmax_kernels();
+  cuda::register_norm_kernels();
   set_allocator(DeviceType::CUDA, cuda::cuda_allocator());
 }
 

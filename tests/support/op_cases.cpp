@@ -444,55 +444,55 @@ void add_reduction_cases(Builder& b) {
   // The CPU reductions accumulate in double and round once: `compute = kFloat64`, so a float32
   // accumulator would fail them. `work` counts the double additions, at the size of the summed terms.
   auto dbl = [](double work, double magnitude) { return Tolerance{0.5, work, magnitude, kFloat64}; };
-  b.unary("sum", OpId::sum, A, kNoCuda, -3, 3, [](const Tensor& t) { return sum(t, {1}); }, kSumOut, {3, 5, 2})
+  b.unary("sum", OpId::sum, A, A, -3, 3, [](const Tensor& t) { return sum(t, {1}); }, kSumOut, {3, 5, 2})
       .with([](const Refs& in, ScalarType) { return ref::sum(in[0], {1}); }, dbl(4, 15));
-  b.unary("sum/all", OpId::sum, A, kNoCuda, -3, 3, [](const Tensor& t) { return sum(t); }, kSumOut)
+  b.unary("sum/all", OpId::sum, A, A, -3, 3, [](const Tensor& t) { return sum(t); }, kSumOut)
       .with([](const Refs& in, ScalarType) { return ref::sum(in[0]); }, dbl(14, 45));
-  b.unary("mean", OpId::mean, F, kNoCuda, -3, 3, [](const Tensor& t) { return mean(t, {0, 2}, true); }, kSame, {3, 5, 2})
+  b.unary("mean", OpId::mean, F, F, -3, 3, [](const Tensor& t) { return mean(t, {0, 2}, true); }, kSame, {3, 5, 2})
       .with([](const Refs& in, ScalarType) { return ref::mean(in[0], {0, 2}, true); }, dbl(6, 3));
-  b.unary("prod", OpId::prod, A, kNoCuda, 0.5, 1.5, [](const Tensor& t) { return prod(t, {0}); }, kSumOut)
+  b.unary("prod", OpId::prod, A, A, 0.5, 1.5, [](const Tensor& t) { return prod(t, {0}); }, kSumOut)
       .with([](const Refs& in, ScalarType) { return ref::prod(in[0], {0}); }, dbl(3, 0));
-  b.unary("amax", OpId::amax, A, kNoCuda, -3, 3, [](const Tensor& t) { return amax(t, {-1}); })
+  b.unary("amax", OpId::amax, A, A, -3, 3, [](const Tensor& t) { return amax(t, {-1}); })
       .with([](const Refs& in, ScalarType) { return ref::amax(in[0], {-1}); }, kExact);
-  b.unary("amin", OpId::amin, A, kNoCuda, -3, 3, [](const Tensor& t) { return amin(t, {0}, true); })
+  b.unary("amin", OpId::amin, A, A, -3, 3, [](const Tensor& t) { return amin(t, {0}, true); })
       .with([](const Refs& in, ScalarType) { return ref::amin(in[0], {0}, true); }, kExact);
   // Ties (frequent after rounding to float8) pick the first index.
-  b.unary("max/values", OpId::max, A, kNoCuda, -3, 3, [](const Tensor& t) { return max(t, 1).values; })
+  b.unary("max/values", OpId::max, A, A, -3, 3, [](const Tensor& t) { return max(t, 1).values; })
       .with([](const Refs& in, ScalarType) { return ref::max_dim(in[0], 1, false).values; }, kExact);
-  b.unary("max/indices", OpId::max, A, kNoCuda, -3, 3, [](const Tensor& t) { return max(t, 1).indices; }, kInt64Out)
+  b.unary("max/indices", OpId::max, A, A, -3, 3, [](const Tensor& t) { return max(t, 1).indices; }, kInt64Out)
       .with([](const Refs& in, ScalarType) { return ref::max_dim(in[0], 1, false).indices; }, kExact);
-  b.unary("min/values", OpId::min, A, kNoCuda, -3, 3, [](const Tensor& t) { return min(t, 0, true).values; })
+  b.unary("min/values", OpId::min, A, A, -3, 3, [](const Tensor& t) { return min(t, 0, true).values; })
       .with([](const Refs& in, ScalarType) { return ref::max_dim(in[0], 0, true, false).values; }, kExact);
-  b.unary("min/indices", OpId::min, A, kNoCuda, -3, 3, [](const Tensor& t) { return min(t, 0).indices; }, kInt64Out)
+  b.unary("min/indices", OpId::min, A, A, -3, 3, [](const Tensor& t) { return min(t, 0).indices; }, kInt64Out)
       .with([](const Refs& in, ScalarType) { return ref::max_dim(in[0], 0, false, false).indices; }, kExact);
-  b.unary("argmax", OpId::argmax, N, kNoCuda, -3, 3, [](const Tensor& t) { return argmax(t, 1); }, kInt64Out)
+  b.unary("argmax", OpId::argmax, N, N, -3, 3, [](const Tensor& t) { return argmax(t, 1); }, kInt64Out)
       .with([](const Refs& in, ScalarType) { return ref::max_dim(in[0], 1, false).indices; }, kExact);
-  b.unary("argmin/flat", OpId::argmin, N, kNoCuda, -3, 3, [](const Tensor& t) { return argmin(t); }, kInt64Out)
+  b.unary("argmin/flat", OpId::argmin, N, N, -3, 3, [](const Tensor& t) { return argmin(t); }, kInt64Out)
       .with([](const Refs& in, ScalarType) {
         return ref::max_dim(ref::reshape(in[0], {ref::numel_of(in[0].sizes)}), 0, false, false).indices;
       }, kExact);
   // Welford's recurrence in double: a few roundings per element at the size of the squares (<= 9).
-  b.unary("var", OpId::var, F, kNoCuda, -3, 3, [](const Tensor& t) { return var(t, {1}); })
+  b.unary("var", OpId::var, F, F, -3, 3, [](const Tensor& t) { return var(t, {1}); })
       .with([](const Refs& in, ScalarType) { return ref::var(in[0], {1}, 1.0); }, dbl(20, 9));
-  b.unary("std", OpId::std, F, kNoCuda, -3, 3, [](const Tensor& t) { return std(t, {0}, 0.0, true); })
+  b.unary("std", OpId::std, F, F, -3, 3, [](const Tensor& t) { return std(t, {0}, 0.0, true); })
       .with([](const Refs& in, ScalarType) { return ref::std_dev(in[0], {0}, 0.0, true); }, dbl(20, 3));
-  b.unary("norm", OpId::norm, F, kNoCuda, -3, 3, [](const Tensor& t) { return norm(t, 2.0, {1}); })
+  b.unary("norm", OpId::norm, F, F, -3, 3, [](const Tensor& t) { return norm(t, 2.0, {1}); })
       .with([](const Refs& in, ScalarType) { return ref::norm(in[0], 2.0, {1}); }, dbl(6, 0));
-  b.unary("norm/inf", OpId::norm, F, kNoCuda, -3, 3, [](const Tensor& t) { return norm(t, INFINITY); })
+  b.unary("norm/inf", OpId::norm, F, F, -3, 3, [](const Tensor& t) { return norm(t, INFINITY); })
       .with([](const Refs& in, ScalarType) { return ref::norm(in[0], INFINITY); }, kExact);
-  b.unary("norm/p3", OpId::norm, F, kNoCuda, -3, 3, [](const Tensor& t) { return norm(t, 3.0, {0}); })
+  b.unary("norm/p3", OpId::norm, F, F, -3, 3, [](const Tensor& t) { return norm(t, 3.0, {0}); })
       .with([](const Refs& in, ScalarType) { return ref::norm(in[0], 3.0, {0}); }, dbl(8, 0));  // pow twice
   // Integers and bool compute in float32 (exp and log are float there).
-  b.unary("logsumexp", OpId::logsumexp, A, kNoCuda, -3, 3, [](const Tensor& t) { return logsumexp(t, {1}); },
+  b.unary("logsumexp", OpId::logsumexp, A, A, -3, 3, [](const Tensor& t) { return logsumexp(t, {1}); },
           kFloatPromote)
       .with([](const Refs& in, ScalarType) { return ref::logsumexp(in[0], {1}); }, dbl(8, 0));
-  b.unary("cumsum", OpId::cumsum, A, kNoCuda, -3, 3, [](const Tensor& t) { return cumsum(t, 1); }, kSumOut)
+  b.unary("cumsum", OpId::cumsum, A, A, -3, 3, [](const Tensor& t) { return cumsum(t, 1); }, kSumOut)
       .with([](const Refs& in, ScalarType) { return ref::scan(in[0], 1, false); }, dbl(4, 15));
-  b.unary("cumprod", OpId::cumprod, A, kNoCuda, 0.5, 1.5, [](const Tensor& t) { return cumprod(t, 0); }, kSumOut)
+  b.unary("cumprod", OpId::cumprod, A, A, 0.5, 1.5, [](const Tensor& t) { return cumprod(t, 0); }, kSumOut)
       .with([](const Refs& in, ScalarType) { return ref::scan(in[0], 0, true); }, dbl(3, 0));
-  b.unary("all", OpId::all, A, kNoCuda, -1, 1, [](const Tensor& t) { return all(t, {1}); }, kBoolOut)
+  b.unary("all", OpId::all, A, A, -1, 1, [](const Tensor& t) { return all(t, {1}); }, kBoolOut)
       .with([](const Refs& in, ScalarType) { return ref::all(in[0], {1}); }, kExact);
-  b.unary("any", OpId::any, A, kNoCuda, -1, 1, [](const Tensor& t) { return any(t); }, kBoolOut)
+  b.unary("any", OpId::any, A, A, -1, 1, [](const Tensor& t) { return any(t); }, kBoolOut)
       .with([](const Refs& in, ScalarType) { return ref::any(in[0]); }, kExact);
 }
 

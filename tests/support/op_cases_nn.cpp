@@ -57,22 +57,22 @@ void add_softmax_cases(Builder& b) {
   // span ulps; then exp (one ulp) and the product with 1 / sum (the sum in double, its inverse
   // rounded): span + 3 roundings relative to the result.
   auto sm = [](double span) { return Tolerance{0.5, span + 3}; };
-  b.add("softmax", OpId::softmax, F, kNoCuda, inputs({{{3, 5}, -3, 3}}),
+  b.add("softmax", OpId::softmax, F, F, inputs({{{3, 5}, -3, 3}}),
         run([](const Ins& in) { return nnf::softmax(in[0], 1); }))
       .with(softmax_ref(1, false), sm(6));
-  b.add("softmax/dim0_3d", OpId::softmax, F, kNoCuda, inputs({{{3, 2, 4}, -6, 6}}),
+  b.add("softmax/dim0_3d", OpId::softmax, F, F, inputs({{{3, 2, 4}, -6, 6}}),
         run([](const Ins& in) { return nnf::softmax(in[0], 0); }))
       .with(softmax_ref(0, false), sm(12));
   // The input is first converted to float32 (rounding float64 inputs: a relative change of 2^-24
   // in x, up to 6 of them in exp(x - m) for |x - m| <= 6).
-  b.add("softmax/dtype", OpId::softmax, A, kNoCuda, inputs({{{3, 5}, -3, 3}}),
+  b.add("softmax/dtype", OpId::softmax, A, F, inputs({{{3, 5}, -3, 3}}),
         run([](const Ins& in) { return nnf::softmax(in[0], -1, kFloat32); }), kFloat32Out)
       .with(softmax_ref(-1, false), sm(12));
   // x - m - log(sum): the roundings are at the size of |x - m| + log(n) <= 6 + 2.
-  b.add("log_softmax", OpId::log_softmax, F, kNoCuda, inputs({{{3, 5}, -3, 3}}),
+  b.add("log_softmax", OpId::log_softmax, F, F, inputs({{{3, 5}, -3, 3}}),
         run([](const Ins& in) { return nnf::log_softmax(in[0], -1); }))
       .with(softmax_ref(-1, true), {0.5, 3, 8});
-  b.add("log_softmax/dim1_3d", OpId::log_softmax, F, kNoCuda, inputs({{{2, 4, 3}, -8, 8}}),
+  b.add("log_softmax/dim1_3d", OpId::log_softmax, F, F, inputs({{{2, 4, 3}, -8, 8}}),
         run([](const Ins& in) { return nnf::log_softmax(in[0], 1); }))
       .with(softmax_ref(1, true), {0.5, 3, 18});
 }
@@ -80,19 +80,19 @@ void add_softmax_cases(Builder& b) {
 void add_norm_cases(Builder& b) {
   // layer_norm and rms_norm: statistics and the affine map in double, one rounding (compute float64).
   const Tolerance in_double{0.5, 8, 4, kFloat64};
-  b.add("layer_norm", OpId::layer_norm, F, kNoCuda, inputs({{{2, 3, 4}, -2, 3}, {{3, 4}, 0.5, 1.5}, {{3, 4}, -1, 1}}),
+  b.add("layer_norm", OpId::layer_norm, F, F, inputs({{{2, 3, 4}, -2, 3}, {{3, 4}, 0.5, 1.5}, {{3, 4}, -1, 1}}),
         run([](const Ins& in) {
           return nnf::layer_norm(in[0], {3, 4}, in[1], in[2], 1e-3);
         }))
       .with([](const Refs& in, ScalarType) { return ref::layer_norm(in[0], 12, in[1].v, in[2].v, 1e-3); }, in_double);
-  b.add("layer_norm/plain", OpId::layer_norm, F, kNoCuda, inputs({{{3, 5}, -2, 2}}),
+  b.add("layer_norm/plain", OpId::layer_norm, F, F, inputs({{{3, 5}, -2, 2}}),
         run([](const Ins& in) { return nnf::layer_norm(in[0], {5}); }))
       .with([](const Refs& in, ScalarType) { return ref::layer_norm(in[0], 5, {}, {}, 1e-5); }, in_double);
-  b.add("rms_norm", OpId::rms_norm, F, kNoCuda, inputs({{{3, 5}, -2, 2}, {{5}, 0.5, 1.5}}),
+  b.add("rms_norm", OpId::rms_norm, F, F, inputs({{{3, 5}, -2, 2}, {{5}, 0.5, 1.5}}),
         run([](const Ins& in) { return nnf::rms_norm(in[0], {5}, in[1], 1e-4); }))
       .with([](const Refs& in, ScalarType) { return ref::rms_norm(in[0], 5, in[1].v, 1e-4); }, in_double);
   // The default eps is the dtype's machine epsilon (torch.finfo(dtype).eps).
-  b.add("rms_norm/default_eps", OpId::rms_norm, F, kNoCuda, inputs({{{2, 2, 3}, -4, 4}}), run([](const Ins& in) {
+  b.add("rms_norm/default_eps", OpId::rms_norm, F, F, inputs({{{2, 2, 3}, -4, 4}}), run([](const Ins& in) {
           return nnf::rms_norm(in[0], {2, 3});
         }))
       .with([](const Refs& in, ScalarType dt) { return ref::rms_norm(in[0], 6, {}, epsilon_of(dt)); }, in_double);

@@ -1,0 +1,89 @@
+// The boundary between the host side (.cpp) and the device side (.cu) of the CUDA
+// reductions, scans, softmax and normalizations: plain structs and launchers, as
+// launch.h is for the elementwise kernels (no fmt, no tensor headers).
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include <mixt/kernels/common/reduce_geometry.h>
+#include <mixt/runtime/dtype.h>
+
+namespace mixt::cuda {
+
+enum class ReduceOp : int8_t {
+  Sum, Prod, Mean, Amax, Amin, Max, Min, Var, Std, Norm, LogSumExp, All, Any,
+};
+
+// out[o] = reduce(in over the reduced positions of output o), for the geometry `geom`.
+// - Sum, Prod: floating inputs give their own dtype; integer and bool inputs give
+//   `out_dtype` (int64, or the input's own type when that was requested).
+// - Mean, Var, Std, Norm: floating in, same dtype out. LogSumExp: any input, float32
+//   out for integer and bool ones (they are read as float32). All, Any: bool out.
+// - Max, Min (Arg reducers): `out` gets the values (in's dtype; may be null for
+//   argmax/argmin) and `indices` the int64 positions.
+struct ReduceArgs {
+  ReduceGeometry geom;
+  ReduceLaunch launch;
+  const void* in = nullptr;
+  void* out = nullptr;
+  int64_t* indices = nullptr;
+  void* workspace = nullptr;  // launch.splits > 1: out_numel * splits * kReduceMaxAccBytes bytes
+  ScalarType in_dtype = ScalarType::Float32;
+  ScalarType out_dtype = ScalarType::Float32;
+  ReduceOp op = ReduceOp::Sum;
+  double n = 0;           // Mean: the divisor
+  double correction = 1;  // Var, Std
+  double p = 2;           // Norm
+};
+
+// cumsum (prod = false) / cumprod of n-element lines, each scanned in order by one
+// thread (the CPU's order, so the results are the CPU's bits). `lines` iterates over
+// the non-scanned dims: operand 0 is out, operand 1 is in (byte strides); a line then
+// steps by out_stride / in_stride bytes.
+struct ScanArgs {
+  StridedLayout lines;
+  int64_t n = 0;
+  int64_t in_stride = 0, out_stride = 0;  // bytes
+  const void* in = nullptr;
+  void* out = nullptr;
+  ScalarType in_dtype = ScalarType::Float32;
+  ScalarType out_dtype = ScalarType::Float32;
+  bool prod = false;
+};
+
+// softmax / log_softmax of a contiguous tensor seen as [outer, n, inner] (in and out
+// share the dtype, floating).
+struct SoftmaxArgs {
+  int64_t outer = 1, n = 1, inner = 1;
+  const void* in = nullptr;
+  void* out = nullptr;
+  ScalarType dtype = ScalarType::Float32;
+  bool log = false;
+};
+
+// layer_norm (rms = false) / rms_norm over the rows of a contiguous [rows, cols] x;
+// weight and bias are contiguous float64 [cols] or null; mean (layer_norm only) and
+// rstd are [rows] in stat_dtype (float32, or float64 for float64 inputs).
+struct NormArgs {
+  int64_t rows = 0, cols = 0;
+  const void* x = nullptr;
+  void* y = nullptr;
+  const double* weight = nullptr;
+  const double* bias = nullptr;
+  void* mean = nullptr;
+  void* rstd = nullptr;
+  double eps = 0;
+  ScalarType dtype = ScalarType::Float32;
+  ScalarType stat_dtype = ScalarType::Float32;
+  bool rms = false;
+};
+
+// Each launcher queues its kernels on `stream` and returns the launch's error.
+cudaError_t launch_reduce(const ReduceArgs& args, cudaStream_t stream);
+cudaError_t launch_scan(const ScanArgs& args, cudaStream_t stream);
+cudaError_t launch_softmax(const SoftmaxArgs& args, cudaStream_t stream);
+cudaError_t launch_norm(const NormArgs& args, cudaStream_t stream);
+
+}  // namespace mixt::cuda

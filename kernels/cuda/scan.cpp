@@ -1,0 +1,75 @@
+// cumsum and cumprod on CUDA: the CPU's checks and result dtypes (reduce_meta.h);
+// the device kernel (scan.cu) scans each line in order, as the CPU does.
+#include <mixt/dispatcher/dispatch.h>
+#include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/reduce_meta.h>
+#include <mixt/kernels/common/strided_layout.h>
+#include <mixt/kernels/cuda/host.h>
+#include <mixt/kernels/cuda/reduce_launch.h>
+#include <mixt/kernels/cuda/register.h>
+#include <mixt/kernels/cuda/stream.h>
+#include <mixt/runtime/ops/ops.h>
+
+namespace mixt::cuda {
+namespace {
+
+// `s` without entry `dim`.
+Shape without(const Shape& s, int dim) {
+  Shape r;
+  for (int d = 0; d < s.size(); ++d)
+    if (d != dim) r.push_back(s[d]);
+  return r;
+}
+
+template <bool Prod>
+void scan_kernel(OpCall& c, DispatchKeySet) {
+  const Tensor& in = c.in[0];
+  MIXT_CHECK_OP(in.is_cuda(), c, "the CUDA kernel got a tensor on {}", in.device());
+  const int dim = scan_dim(c, c.attrs.get<attrs::Dim>().dim, in.dim());
+  const ScalarType out_dtype = sum_result_dtype(in.dtype(), c.attrs.dtype);
+  const Tensor x = c.attrs.dtype == ScalarType::Undefined || c.attrs.dtype == in.dtype() ? in : in.to(c.attrs.dtype);
+  Tensor out = make_empty(x.sizes(), out_dtype, x.device());
+  if (x.numel() > 0) {
+    ScanArgs a;
+    if (x.dim() > 0) {
+      const Shape sizes = without(x.sizes(), dim), out_strides = without(out.strides(), dim),
+                  in_strides = without(x.strides(), dim);
+      const OperandGeometry geom[2] = {{&sizes, &out_strides, out.element_size()},
+                                       {&sizes, &in_strides, x.element_size()}};
+      a.lines = make_strided_layout(sizes, geom);
+      a.n = x.sizes()[dim];
+      a.in_stride = x.strides()[dim] * x.element_size();
+      a.out_stride = out.strides()[dim] * out.element_size();
+    } else {
+      const Shape none;
+      const OperandGeometry geom[2] = {{&none, &none, out.element_size()}, {&none, &none, x.element_size()}};
+      a.lines = make_strided_layout(none, geom);
+      a.n = 1;
+    }
+    a.in = x.data_ptr();
+    a.out = out.data_ptr();
+    a.in_dtype = x.dtype();
+    a.out_dtype = out_dtype;
+    a.prod = Prod;
+    const int index = x.device().index();
+    DeviceGuard guard(index, op_name(c.op).data());
+    check(launch_scan(a, current_native_stream(index)), op_name(c.op).data());
+  }
+  if (!c.out[0].defined()) {
+    c.out[0] = out;
+    return;
+  }
+  Tensor& given = c.out[0];
+  MIXT_CHECK_OP(given.device() == out.device() && given.sizes() == out.sizes() && can_cast(out.dtype(), given.dtype()),
+                c, "the output ({}) cannot hold a result of {}", given.describe(), out.describe());
+  given.copy_(out);
+}
+
+}  // namespace
+
+void register_scan_kernels() {
+  register_kernel(OpId::cumsum, DispatchKey::CUDA, scan_kernel<false>);
+  register_kernel(OpId::cumprod, DispatchKey::CUDA, scan_kernel<true>);
+}
+
+}  // namespace mixt::cuda
