@@ -1,43 +1,31 @@
-// Device kernels of copy_ and fill_: a strided cast between the floating dtypes
-// (plus raw same-dtype moves of every dtype) and a raw fill.
-#include <mixt/kernels/cuda/convert.cuh>
-#include <mixt/kernels/cuda/launch.h>
-#include <mixt/kernels/cuda/loops.cuh>
+// Device kernels of copy_ and fill_: a cast between any two dtypes with the CPU's
+// conversion rules (kernels/common/convert_cast.h, narrowing with convert.cuh), through
+// the elementwise loops (elementwise.cuh: vectorised, dense or strided), raw
+// same-dtype moves of every dtype, and a raw fill.
+#include <mixt/kernels/cuda/elementwise.cuh>
 #include <mixt/runtime/dtype_visit.h>
 
 namespace mixt::cuda {
 namespace {
 
-// dst[i] = convert(src[i]) over one dense run.
-template <class To, class From>
-__global__ void cast_contiguous_kernel(int64_t n, To* __restrict__ dst, const From* __restrict__ src) {
-  for (int64_t i = grid_start(); i < n; i += grid_step()) dst[i] = fp_convert<To>(src[i]);
-}
-
-// dst = convert(src) over any strides (broadcast src included).
-template <class To, class From>
-__global__ void cast_strided_kernel(StridedLayout L, char* dst, const char* src) {
-  for (int64_t i = grid_start(); i < L.numel; i += grid_step()) {
-    int64_t off[2];
-    element_offsets(L, i, off);
-    *reinterpret_cast<To*>(dst + off[0]) = fp_convert<To>(*reinterpret_cast<const From*>(src + off[1]));
+// The value itself: the loop widens each source element to its opmath type (exact)
+// and rounds it to the destination's on store, the steps of cast_value.
+struct Identity {
+  template <class M>
+  __device__ __forceinline__ M operator()(M v) const {
+    return v;
   }
-}
+};
 
 // Launches the cast kernel for one (To, From) pair.
 template <class To, class From>
 cudaError_t launch_cast_typed(const CastArgs& a, cudaStream_t stream) {
-  const StridedLayout& L = a.layout.layout;
-  if (L.numel == 0) return cudaSuccess;
-  const unsigned blocks = blocks_for(L.numel);
-  if (a.layout.contiguous) {
-    cast_contiguous_kernel<To, From><<<blocks, kBlockThreads, 0, stream>>>(
-        L.numel, static_cast<To*>(a.dst), static_cast<const From*>(a.src));
-  } else {
-    cast_strided_kernel<To, From><<<blocks, kBlockThreads, 0, stream>>>(
-        L, static_cast<char*>(a.dst), static_cast<const char*>(a.src));
-  }
-  return cudaGetLastError();
+  ElementwiseArgs e;
+  e.layout = a.layout;
+  e.out = a.dst;
+  e.n_in = 1;
+  e.in[0].data = a.src;
+  return launch_elementwise<To>(e, Identity{}, stream, make_input<From>(e.in[0]));
 }
 
 // Writes `value` to every element of operand 0 of `L`.
@@ -67,9 +55,9 @@ cudaError_t launch_cast(const CastArgs& a, cudaStream_t stream) {
       default: return launch_cast_typed<uint64_t, uint64_t>(a, stream);
     }
   }
-  // (visit_dtype raises mixt::Error for a pair the host code should have refused.)
-  return visit_dtype<dtypes::kFloating>(a.dst_dtype, "copy_", [&](auto to) {
-    return visit_dtype<dtypes::kFloating>(a.src_dtype, "copy_", [&](auto from) {
+  // (visit_dtype raises mixt::Error for an undefined dtype.)
+  return visit_dtype(a.dst_dtype, "copy_", [&](auto to) {
+    return visit_dtype(a.src_dtype, "copy_", [&](auto from) {
       using To = typename decltype(to)::type;
       using From = typename decltype(from)::type;
       if constexpr (std::is_same_v<To, From>) return cudaErrorInvalidValue;  // moved as bits above

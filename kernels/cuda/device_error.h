@@ -7,8 +7,8 @@
 // anyway: cuda::synchronize(), Stream/Event::synchronize and every device-to-host copy
 // (so item(), to(cpu) and printing raise it). The word lives in mapped, page-locked host
 // memory, so reading it costs no transfer. Shared by .cu and .cpp files (no fmt).
-// Status: the host side is in place; no kernel on main reports into the word yet (the
-// data-checking kernels arrive with the rest of the CUDA backend), and none has run on a GPU.
+// Reported so far: integer div / div_ by zero and integer pow / pow_ to a negative power
+// (the elementwise kernels, kernels/cuda/elementwise.cuh); none has run on a GPU yet.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,7 @@ enum class DeviceError : uint32_t {
   None = 0,
   IntegerDivisionByZero = 1,
   IndexOutOfBounds = 2,
+  NegativeIntegerPower = 3,  // pow: an integer base to a negative integer exponent
 };
 
 // What `e` means, for the error message.
@@ -27,6 +28,7 @@ constexpr const char* device_error_text(DeviceError e) {
     case DeviceError::None: return "no error";
     case DeviceError::IntegerDivisionByZero: return "integer division by zero";
     case DeviceError::IndexOutOfBounds: return "index out of bounds";
+    case DeviceError::NegativeIntegerPower: return "integers to negative integer powers are not allowed";
   }
   return "an unknown device error";
 }

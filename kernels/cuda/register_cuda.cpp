@@ -10,7 +10,10 @@ namespace mixt {
 void register_cuda_kernels() {
   cuda::register_copy_kernels();
   cuda::register_factory_kernels();
+  cuda::register_unary_kernels();
   cuda::register_binary_kernels();
+  cuda::register_compare_kernels();
+  cuda::register_ternary_kernels();
   set_allocator(DeviceType::CUDA, cuda::cuda_allocator());
 }
 
