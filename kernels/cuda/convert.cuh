@@ -7,7 +7,7 @@
 //   the CPU's overflow and NaN rules: e4m3fn saturates to +-448, e5m2 overflows
 //   to +-Inf from 61440 up, and NaN becomes the CPU's canonical pattern;
 // - double narrows through float, as the CPU does; every other step (integers, bool)
-//   is the shared cast_value (kernels/common/convert_cast.h).
+//   is the shared convert (kernels/common/convert.h).
 // For nvcc only. The functions are __host__ __device__: on the host the CUDA headers
 // emulate the same instructions, which lets tests check these rules without a GPU.
 #pragma once
@@ -19,7 +19,7 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
-#include <mixt/kernels/common/convert_cast.h>
+#include <mixt/kernels/common/convert.h>
 #include <mixt/runtime/dtype.h>
 
 namespace mixt::cuda {
@@ -44,7 +44,7 @@ MIXT_HD __forceinline__ To narrow_from_float(float f) {
   }
 }
 
-// Narrowing with the hardware rounding above (the policy of cast_value).
+// Narrowing with the hardware rounding above (the Narrow policy of convert).
 struct CudaNarrow {
   template <class To>
   MIXT_HD __forceinline__ static To narrow(float f) {
@@ -52,11 +52,11 @@ struct CudaNarrow {
   }
 };
 
-// Converts between any storage and opmath types with the CPU's rules (kernels/common/convert_cast.h),
+// Converts between any storage and opmath types with the CPU's rules (kernels/common/convert.h),
 // narrowing to float16, bfloat16 and float8 with the instructions above.
 template <class To, class From>
 MIXT_HD __forceinline__ To fp_convert(From v) {
-  return cast_value<To, CudaNarrow>(v);
+  return convert<To, CudaNarrow>(v);
 }
 
 }  // namespace mixt::cuda

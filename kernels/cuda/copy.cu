@@ -1,32 +1,10 @@
 // Device kernels of copy_ and fill_: a cast between any two dtypes with the CPU's
-// conversion rules (kernels/common/convert_cast.h, narrowing with convert.cuh), through
-// the elementwise loops (elementwise.cuh: vectorised, dense or strided), raw
-// same-dtype moves of every dtype, and a raw fill.
-#include <mixt/kernels/cuda/elementwise.cuh>
-#include <mixt/runtime/dtype_visit.h>
+// conversion rules (copy.cuh; the casts from the narrow floats are in copy_narrow.cu),
+// raw same-dtype moves of every dtype, and a raw fill.
+#include <mixt/kernels/cuda/copy.cuh>
 
 namespace mixt::cuda {
 namespace {
-
-// The value itself: the loop widens each source element to its opmath type (exact)
-// and rounds it to the destination's on store, the steps of cast_value.
-struct Identity {
-  template <class M>
-  __device__ __forceinline__ M operator()(M v) const {
-    return v;
-  }
-};
-
-// Launches the cast kernel for one (To, From) pair.
-template <class To, class From>
-cudaError_t launch_cast_typed(const CastArgs& a, cudaStream_t stream) {
-  ElementwiseArgs e;
-  e.layout = a.layout;
-  e.out = a.dst;
-  e.n_in = 1;
-  e.in[0].data = a.src;
-  return launch_elementwise<To>(e, Identity{}, stream, make_input<From>(e.in[0]));
-}
 
 // Writes `value` to every element of operand 0 of `L`.
 template <class U>
@@ -55,15 +33,8 @@ cudaError_t launch_cast(const CastArgs& a, cudaStream_t stream) {
       default: return launch_cast_typed<uint64_t, uint64_t>(a, stream);
     }
   }
-  // (visit_dtype raises mixt::Error for an undefined dtype.)
-  return visit_dtype(a.dst_dtype, "copy_", [&](auto to) {
-    return visit_dtype(a.src_dtype, "copy_", [&](auto from) {
-      using To = typename decltype(to)::type;
-      using From = typename decltype(from)::type;
-      if constexpr (std::is_same_v<To, From>) return cudaErrorInvalidValue;  // moved as bits above
-      else return launch_cast_typed<To, From>(a, stream);
-    });
-  });
+  if (dtypes::contains(kCastNarrowSources, a.src_dtype)) return launch_cast_narrow_source(a, stream);
+  return launch_cast_from<dtypes::kAll & ~kCastNarrowSources>(a, stream);
 }
 
 cudaError_t launch_fill(const LaunchLayout& layout, void* dst, int element_size, uint64_t bits, cudaStream_t s) {

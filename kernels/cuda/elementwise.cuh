@@ -20,6 +20,7 @@
 #include <mixt/kernels/cuda/device_error.h>
 #include <mixt/kernels/cuda/elementwise_launch.h>
 #include <mixt/kernels/cuda/loops.cuh>
+#include <mixt/runtime/dtype_visit.h>
 
 namespace mixt::cuda {
 
@@ -151,5 +152,30 @@ struct CheckedRhs {
     return f(a, b);
   }
 };
+
+
+// ---- one family's rows, split into translation units by dtype ----
+// A family's rows times their dtypes are too many kernels for one translation unit to
+// compile quickly (the budget is about a minute per .cu), so a family's .cu files each
+// define one launcher for a part of the dtypes, and the family's launcher picks the part.
+constexpr uint32_t kHalfPart = dtypes::bit(kFloat16) | dtypes::bit(kBFloat16);
+constexpr uint32_t kFp8Part = dtypes::kFloat8;
+constexpr uint32_t kMainPart = dtypes::kAll & ~kHalfPart & ~kFp8Part;  // bool, integers, float32, float64
+
+// Defines `cudaError_t fn(const Args&, cudaStream_t)`: the rows of LIST (an X-macro of
+// elementwise_ops.h, family enum Enum) for the compute dtypes of Part, each through
+// Rows::launch<Maker, Rule, Set & Part> (Rows: the family's row launcher, a struct).
+#define MIXT_DEFINE_ELEMENTWISE_PART(fn, Args, Enum, LIST, Rows, Part) \
+  cudaError_t fn(const Args& a, cudaStream_t stream) {                 \
+    using namespace dtypes;                                            \
+    using RowsT = Rows;                                                \
+    using EnumT = Enum;                                                \
+    constexpr uint32_t kPart = Part;                                   \
+    if (!contains(kPart, a.e.compute)) return cudaErrorInvalidValue;   \
+    switch (a.op) { LIST(MIXT_EW_PART_CASE) }                          \
+    return cudaErrorInvalidValue;                                      \
+  }
+#define MIXT_EW_PART_CASE(name, inplace, Maker, Rule, Set) \
+  case EnumT::name: return RowsT::template launch<Maker, EwRule::Rule, (Set) & kPart>(a, stream);
 
 }  // namespace mixt::cuda

@@ -32,7 +32,7 @@ struct CastArgs {
 };
 
 // True when the device cast kernel converts `from` to `to`.
-// Every pair of dtypes: the conversion is kernels/common/convert_cast.h's, the CPU's.
+// Every pair of dtypes, with the CPU's conversion (kernels/common/convert.h).
 constexpr bool cast_supported(ScalarType from, ScalarType to) {
   return from != ScalarType::Undefined && to != ScalarType::Undefined;
 }

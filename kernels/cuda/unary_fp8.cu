@@ -2,5 +2,5 @@
 #include <mixt/kernels/cuda/unary.cuh>
 
 namespace mixt::cuda {
-MIXT_DEFINE_UNARY_PART(launch_unary_fp8, kUnaryFp8Part)
+MIXT_DEFINE_ELEMENTWISE_PART(launch_unary_fp8, UnaryArgs, UnaryOp, MIXT_ELEMENTWISE_UNARY, UnaryRows, kFp8Part)
 }  // namespace mixt::cuda

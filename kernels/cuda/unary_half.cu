@@ -2,5 +2,5 @@
 #include <mixt/kernels/cuda/unary.cuh>
 
 namespace mixt::cuda {
-MIXT_DEFINE_UNARY_PART(launch_unary_half, kUnaryHalfPart)
+MIXT_DEFINE_ELEMENTWISE_PART(launch_unary_half, UnaryArgs, UnaryOp, MIXT_ELEMENTWISE_UNARY, UnaryRows, kHalfPart)
 }  // namespace mixt::cuda

@@ -1,4 +1,4 @@
-// The CUDA cast rule of every dtype pair (cuda::fp_convert: kernels/common/convert_cast.h
+// The CUDA cast rule of every dtype pair (cuda::fp_convert: kernels/common/convert.h
 // with the conversion instructions of kernels/cuda/convert.cuh), run on the host (the CUDA
 // headers emulate the instructions there), against the CPU's convert<To>: every value of
 // the 8- and 16-bit sources, random patterns and edge values of the 32- and 64-bit ones.
@@ -36,7 +36,7 @@ template <class To, class From>
 void check_pair(const std::vector<uint64_t>& patterns) {
   for (uint64_t p : patterns) {
     From v;
-    std::memcpy(&v, &p, sizeof v);
+    std::memcpy(static_cast<void*>(&v), &p, sizeof v);
     ++g_checks;
     const To want = convert<To>(v), got = cuda::fp_convert<To>(v);
     if (bits(want) == bits(got) || (nan_value(want) && nan_value(got))) continue;

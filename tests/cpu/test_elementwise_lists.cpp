@@ -2,8 +2,9 @@
 // the CUDA elementwise layer that runs on the host: the lists name every elementwise op
 // of op_table.def exactly once, the in-place forms are where registration puts them,
 // the functor makers pick what the attributes ask for, the data checks and their device
-// error codes, the vectorisation decision, and the per-pair conversion the CUDA casts
-// use (cast_value) against the CPU's own tensor casts, exhaustively for 8- and 16-bit sources.
+// error codes, the vectorisation decision, and the per-element conversion (convert, which the
+// CUDA casts run with their own narrowing: test_cuda_cast_rules.cu) against the CPU's tensor
+// casts of every dtype pair, exhaustively for 8- and 16-bit sources.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -15,7 +16,7 @@
 #include <vector>
 
 #include <mixt/dispatcher/op.h>
-#include <mixt/kernels/common/convert_cast.h>
+#include <mixt/kernels/common/convert.h>
 #include <mixt/kernels/common/elementwise_attrs.h>
 #include <mixt/kernels/common/elementwise_ops.h>
 #include <mixt/kernels/cpu/elementwise_loops.h>
@@ -240,7 +241,7 @@ bool is_nan_bits(ScalarType t, uint64_t b) {
   }
 }
 
-// cast_value<To> of every element of `src` (CPU) against src.to(To) on the CPU.
+// convert<To> of every element of `src` (CPU) against src.to(To) on the CPU.
 int64_t mismatches(const Tensor& src, ScalarType to, std::string& first) {
   const Tensor want = src.to(to);
   const std::vector<uint64_t> want_bits = bits_of(want), src_bits = bits_of(src);
@@ -251,8 +252,8 @@ int64_t mismatches(const Tensor& src, ScalarType to, std::string& first) {
       using To = typename decltype(to_tag)::type;
       for (size_t i = 0; i < src_bits.size(); ++i) {
         From v;
-        std::memcpy(&v, &src_bits[i], sizeof(From));
-        const uint64_t got = bits(cast_value<To>(v));
+        std::memcpy(static_cast<void*>(&v), &src_bits[i], sizeof(From));
+        const uint64_t got = bits(convert<To>(v));
         // float32/float64 NaN payloads are the C++ conversion's on both sides.
         if (got == want_bits[i] || (is_nan_bits(to, got) && is_nan_bits(to, want_bits[i]))) continue;
         if (++bad == 1)
@@ -277,7 +278,7 @@ Tensor from_bits(ScalarType t, const std::vector<uint64_t>& patterns) {
 
 }  // namespace
 
-TEST_CASE("cast_value equals the CPU's casts for every dtype pair", "[elementwise][convert]") {
+TEST_CASE("convert equals the CPU's tensor casts for every dtype pair", "[elementwise][convert]") {
   std::mt19937_64 rng(77);
   for (int f = 0; f < kNumDtypes; ++f) {
     const auto from = static_cast<ScalarType>(f);
