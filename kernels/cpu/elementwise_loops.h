@@ -11,6 +11,7 @@
 
 #include <mixt/kernels/common/convert.h>
 #include <mixt/kernels/common/elementwise.h>
+#include <mixt/kernels/common/elementwise_attrs.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/runtime/dtype.h>
 #include <mixt/runtime/tensor.h>
@@ -72,15 +73,7 @@ bool any_element(const Tensor& t, const P& pred) {
 // A Scalar as an opmath value of storage type T (integers wrap as a cast would).
 template <class T>
 opmath_t<T> scalar_value(const Scalar& s) {
-  using M = opmath_t<T>;
-  if constexpr (std::is_same_v<M, bool>)
-    return s.to_bool();
-  else if constexpr (std::is_floating_point_v<M>)
-    return static_cast<M>(s.to_double());
-  else if (s.is_floating())
-    return convert<M>(s.to_double());
-  else
-    return convert<M>(s.to_int());
+  return scalar_arg_value<T>(scalar_arg(s));
 }
 
 // A Scalar rounded to storage type T, then widened to opmath.

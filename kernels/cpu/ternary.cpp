@@ -1,9 +1,8 @@
 // Ternary elementwise kernels on the CPU: addcmul, addcdiv, lerp (and their
-// in-place forms) and where, with broadcasting of all operands.
+// in-place forms) and where, with broadcasting of all operands. The ops come from the
+// shared list (kernels/common/elementwise_ops.h).
 #include <mixt/dispatcher/dispatch.h>
-#include <mixt/dispatcher/op_check.h>
-#include <mixt/kernels/common/op_checks.h>
-#include <mixt/kernels/common/functors.h>
+#include <mixt/kernels/common/elementwise_attrs.h>
 #include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cpu/elementwise_loops.h>
 #include <mixt/kernels/cpu/register.h>
@@ -12,66 +11,9 @@
 namespace mixt::cpu {
 namespace {
 
-namespace f = functors;
-using dtypes::kFloating;
-using dtypes::kNumeric;
-
-// Runs functor `op` over e's three operands (scalar operands are made 0-dim tensors).
-template <class T, class Op>
-void run_ternary(Elementwise& e, const Op& op) {
-  for (int i = 0; i < 3; ++i)
-    if (e.is_scalar[i]) materialize_scalar(e, i);
-  Map<T, T, T, T>::apply(e.out, op, e.inputs[0], e.inputs[1], e.inputs[2]);
-}
-
-// addcmul (Div = false) and addcdiv (Div = true): in0 + value * in1 (* or /) in2.
-template <bool Div>
-void addc_kernel(OpCall& c, DispatchKeySet) {
-  const Scalar value = c.attrs.get<attrs::Pointwise>().value;
-  constexpr uint32_t kSet = Div ? kFloating : kNumeric;
-  Elementwise e = prepare_elementwise(c, 3, {ResultRule::Promote, kNumeric, false});
-  MIXT_CHECK_OP(!Div || is_floating(e.compute), c,
-                "integer division with addcdiv is not supported: use true division (floating inputs)");
-  MIXT_CHECK_OP(is_floating(e.compute) || !value.is_floating(), c,
-                "value must not be a floating point number for {} inputs (got {})", e.compute, value);
-  visit_dtype<kSet>(e.compute, op_name(c.op).data(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using M = opmath_t<T>;
-    const M v = scalar_value<T>(value);
-    if constexpr (Div)
-      run_ternary<T>(e, f::Addcdiv<M>{v});
-    else
-      run_ternary<T>(e, f::Addcmul<M>{v});
-  });
-  finish_elementwise(c, e);
-}
-
-// lerp: in0 + in2 * (in1 - in0); a wrapped-scalar weight is applied in opmath precision.
-void lerp_kernel(OpCall& c, DispatchKeySet) {
-  for (int i = 0; i < 2; ++i)
-    MIXT_CHECK_OP(!c.in[i].defined() || is_floating(c.in[i].dtype()), c,
-                  "lerp expects floating start and end tensors, got {}", c.in[i].dtype());
-  Elementwise e = prepare_elementwise(c, 3, {ResultRule::Promote, kFloating, true});
-  visit_dtype<kFloating>(e.compute, op_name(c.op).data(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using M = opmath_t<T>;
-    const f::Lerp<M> op;
-    for (int i = 0; i < 2; ++i)
-      if (e.is_scalar[i]) materialize_scalar(e, i);
-    if (e.is_scalar[2]) {
-      const M w = scalar_value<T>(e.scalars[2]);
-      Map<T, T, T>::apply(
-          e.out, [op, w](M a, M b) { return op(a, b, w); }, e.inputs[0], e.inputs[1]);
-    } else {
-      Map<T, T, T, T>::apply(e.out, op, e.inputs[0], e.inputs[1], e.inputs[2]);
-    }
-  });
-  finish_elementwise(c, e);
-}
-
 // where(condition, a, b): condition must be bool; a and b promote to a common dtype;
 // all three broadcast together.
-void where_kernel(OpCall& c, DispatchKeySet) {
+void where_kernel(OpCall& c) {
   const Tensor& cond = c.in[0];
   const auto [shape, dtype] = where_result(c);
   for (int i = 0; i < 3; ++i)
@@ -80,7 +22,7 @@ void where_kernel(OpCall& c, DispatchKeySet) {
   Tensor out = make_empty(shape, dtype, Device::cpu());
   visit_dtype(dtype, "where", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    Map<T, bool, T, T>::apply(out, f::Where<opmath_t<T>>{}, cond, a, b);
+    Map<T, bool, T, T>::apply(out, functors::Where<opmath_t<T>>{}, cond, a, b);
   });
   if (c.out[0].defined()) {  // an out= call: the result is copied (and cast) into it
     MIXT_CHECK_OP(c.out[0].sizes() == shape, c, "the output has shape {} but the broadcast shape is {}",
@@ -93,19 +35,43 @@ void where_kernel(OpCall& c, DispatchKeySet) {
   }
 }
 
-// Registers `fn` for op `id` and its in-place form.
-void register_both(OpId id, OpId inplace, KernelFn fn) {
-  register_kernel(id, DispatchKey::CPU, fn);
-  register_kernel(inplace, DispatchKey::CPU, fn);
+// The kernel of a ternary row of the list. Scalar operands become 0-dim tensors, except
+// a scalar third operand (lerp's weight), which is applied in opmath precision.
+template <class Maker, EwRule Rule, uint32_t Set>
+void ternary_kernel(OpCall& c, DispatchKeySet) {
+  if constexpr (Rule == EwRule::Where) {
+    where_kernel(c);
+  } else {
+    check_elementwise_call(c);
+    Elementwise e = prepare_elementwise(c, 3, elementwise_options(c, 3, Rule, Set));
+    const OpParams p = elementwise_params(c, e.compute);
+    visit_dtype<Set>(e.compute, op_name(c.op).data(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using M = opmath_t<T>;
+      for (int i = 0; i < 2; ++i)
+        if (e.is_scalar[i]) materialize_scalar(e, i);
+      Maker::template with<T>(p, [&](auto op) {
+        if (e.is_scalar[2]) {
+          const M w = scalar_value<T>(e.scalars[2]);
+          Map<T, T, T>::apply(
+              e.out, [op, w](M a, M b) { return op(a, b, w); }, e.inputs[0], e.inputs[1]);
+        } else {
+          Map<T, T, T, T>::apply(e.out, op, e.inputs[0], e.inputs[1], e.inputs[2]);
+        }
+      });
+    });
+    finish_elementwise(c, e);
+  }
 }
 
 }  // namespace
 
 void register_ternary_kernels() {
-  register_both(OpId::addcmul, OpId::addcmul_, addc_kernel<false>);
-  register_both(OpId::addcdiv, OpId::addcdiv_, addc_kernel<true>);
-  register_both(OpId::lerp, OpId::lerp_, lerp_kernel);
-  register_kernel(OpId::where, DispatchKey::CPU, where_kernel);
+  using namespace dtypes;
+#define MIXT_EW_REGISTER(name, inplace, Maker, Rule, Set) \
+  register_elementwise(OpId::name, inplace, DispatchKey::CPU, ternary_kernel<Maker, EwRule::Rule, Set>);
+  MIXT_ELEMENTWISE_TERNARY(MIXT_EW_REGISTER)
+#undef MIXT_EW_REGISTER
 }
 
 }  // namespace mixt::cpu

@@ -1,4 +1,4 @@
-// Device-side conversions between the floating storage types, bit-identical to
+// Device-side conversions between the storage types, bit-identical to
 // the CPU's (runtime/float_types.h, kernels/common/convert.h):
 // - widening (narrow -> float, float -> double) is exact and uses the storage
 //   structs' own decoders, so even NaN payloads match the CPU;
@@ -6,7 +6,8 @@
 //   (__float2half_rn, __float2bfloat16, cvt.rn.satfinite for fp8), then applies
 //   the CPU's overflow and NaN rules: e4m3fn saturates to +-448, e5m2 overflows
 //   to +-Inf from 61440 up, and NaN becomes the CPU's canonical pattern;
-// - double narrows through float, as the CPU does.
+// - double narrows through float, as the CPU does; every other step (integers, bool)
+//   is the shared convert (kernels/common/convert.h).
 // For nvcc only. The functions are __host__ __device__: on the host the CUDA headers
 // emulate the same instructions, which lets tests check these rules without a GPU.
 #pragma once
@@ -18,6 +19,7 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include <mixt/kernels/common/convert.h>
 #include <mixt/runtime/dtype.h>
 
 namespace mixt::cuda {
@@ -42,18 +44,19 @@ MIXT_HD __forceinline__ To narrow_from_float(float f) {
   }
 }
 
-// Converts between floating storage and opmath types (float, double, the narrow structs).
+// Narrowing with the hardware rounding above (the Narrow policy of convert).
+struct CudaNarrow {
+  template <class To>
+  MIXT_HD __forceinline__ static To narrow(float f) {
+    return narrow_from_float<To>(f);
+  }
+};
+
+// Converts between any storage and opmath types with the CPU's rules (kernels/common/convert.h),
+// narrowing to float16, bfloat16 and float8 with the instructions above.
 template <class To, class From>
 MIXT_HD __forceinline__ To fp_convert(From v) {
-  if constexpr (std::is_same_v<To, From>) {
-    return v;
-  } else if constexpr (is_narrow_float_v<From>) {
-    return fp_convert<To>(static_cast<float>(v));  // exact widening
-  } else if constexpr (is_narrow_float_v<To>) {
-    return narrow_from_float<To>(static_cast<float>(v));
-  } else {
-    return static_cast<To>(v);  // float <-> double, round to nearest even
-  }
+  return convert<To, CudaNarrow>(v);
 }
 
 }  // namespace mixt::cuda

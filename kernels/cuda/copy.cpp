@@ -1,7 +1,6 @@
 // copy_ on CUDA, for every copy with a CUDA side: device to device (one kernel:
-// broadcast, strides, casts between floating dtypes), and host <-> device through
-// a contiguous staging buffer, converting on the device when the device can and on
-// the host otherwise. Everything is queued on the current stream of the device
+// broadcast, strides, casts between any two dtypes with the CPU's rules), and
+// host <-> device through a contiguous staging buffer, converting on the device. Everything is queued on the current stream of the device
 // (Note [Transfers on the current stream]).
 #include <cstring>
 
@@ -54,8 +53,7 @@ bool device_converts(ScalarType from, ScalarType to) { return cast_supported(fro
 void device_copy(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
   if (dst.numel() == 0) return;
   MIXT_CHECK_OP(device_converts(src_in.dtype(), dst.dtype()), c,
-                "copying {} to {} on {} is not implemented on CUDA yet (floating dtypes convert on the device; "
-                "other conversions only between host and device)",
+                "copying {} to {} on {} is not implemented on CUDA",
                 src_in.dtype(), dst.dtype(), dst.device());
   const Tensor src = overlaps_differently(dst, src_in) ? clone(src_in) : src_in;
   if (src.shares_storage(dst) && src.storage_offset() == dst.storage_offset() && src.sizes() == dst.sizes())

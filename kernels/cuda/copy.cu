@@ -1,44 +1,10 @@
-// Device kernels of copy_ and fill_: a strided cast between the floating dtypes
-// (plus raw same-dtype moves of every dtype) and a raw fill.
-#include <mixt/kernels/cuda/convert.cuh>
-#include <mixt/kernels/cuda/launch.h>
-#include <mixt/kernels/cuda/loops.cuh>
-#include <mixt/runtime/dtype_visit.h>
+// Device kernels of copy_ and fill_: a cast between any two dtypes with the CPU's
+// conversion rules (copy.cuh; the casts from the narrow floats are in copy_narrow.cu),
+// raw same-dtype moves of every dtype, and a raw fill.
+#include <mixt/kernels/cuda/copy.cuh>
 
 namespace mixt::cuda {
 namespace {
-
-// dst[i] = convert(src[i]) over one dense run.
-template <class To, class From>
-__global__ void cast_contiguous_kernel(int64_t n, To* __restrict__ dst, const From* __restrict__ src) {
-  for (int64_t i = grid_start(); i < n; i += grid_step()) dst[i] = fp_convert<To>(src[i]);
-}
-
-// dst = convert(src) over any strides (broadcast src included).
-template <class To, class From>
-__global__ void cast_strided_kernel(StridedLayout L, char* dst, const char* src) {
-  for (int64_t i = grid_start(); i < L.numel; i += grid_step()) {
-    int64_t off[2];
-    element_offsets(L, i, off);
-    *reinterpret_cast<To*>(dst + off[0]) = fp_convert<To>(*reinterpret_cast<const From*>(src + off[1]));
-  }
-}
-
-// Launches the cast kernel for one (To, From) pair.
-template <class To, class From>
-cudaError_t launch_cast_typed(const CastArgs& a, cudaStream_t stream) {
-  const StridedLayout& L = a.layout.layout;
-  if (L.numel == 0) return cudaSuccess;
-  const unsigned blocks = blocks_for(L.numel);
-  if (a.layout.contiguous) {
-    cast_contiguous_kernel<To, From><<<blocks, kBlockThreads, 0, stream>>>(
-        L.numel, static_cast<To*>(a.dst), static_cast<const From*>(a.src));
-  } else {
-    cast_strided_kernel<To, From><<<blocks, kBlockThreads, 0, stream>>>(
-        L, static_cast<char*>(a.dst), static_cast<const char*>(a.src));
-  }
-  return cudaGetLastError();
-}
 
 // Writes `value` to every element of operand 0 of `L`.
 template <class U>
@@ -67,15 +33,8 @@ cudaError_t launch_cast(const CastArgs& a, cudaStream_t stream) {
       default: return launch_cast_typed<uint64_t, uint64_t>(a, stream);
     }
   }
-  // (visit_dtype raises mixt::Error for a pair the host code should have refused.)
-  return visit_dtype<dtypes::kFloating>(a.dst_dtype, "copy_", [&](auto to) {
-    return visit_dtype<dtypes::kFloating>(a.src_dtype, "copy_", [&](auto from) {
-      using To = typename decltype(to)::type;
-      using From = typename decltype(from)::type;
-      if constexpr (std::is_same_v<To, From>) return cudaErrorInvalidValue;  // moved as bits above
-      else return launch_cast_typed<To, From>(a, stream);
-    });
-  });
+  if (dtypes::contains(kCastNarrowSources, a.src_dtype)) return launch_cast_narrow_source(a, stream);
+  return launch_cast_from<dtypes::kAll & ~kCastNarrowSources>(a, stream);
 }
 
 cudaError_t launch_fill(const LaunchLayout& layout, void* dst, int element_size, uint64_t bits, cudaStream_t s) {

@@ -7,8 +7,9 @@
 // anyway: cuda::synchronize(), Stream/Event::synchronize and every device-to-host copy
 // (so item(), to(cpu) and printing raise it). The word lives in mapped, page-locked host
 // memory, so reading it costs no transfer. Shared by .cu and .cpp files (no fmt).
-// Status: the indexing kernels (kernels/cuda/index.cu) report into the word; none has run
-// on a GPU yet.
+// Reported so far: the indexing kernels' bad indices (kernels/cuda/index.cu), integer
+// div / div_ by zero and integer pow / pow_ to a negative power (the elementwise kernels,
+// kernels/cuda/elementwise.cuh); none has run on a GPU yet.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,7 @@ enum class DeviceError : uint32_t {
   EmbeddingOutOfBounds = 4,
   GatherOutOfBounds = 5,
   ScatterOutOfBounds = 6,
+  NegativeIntegerPower = 7,  // pow: an integer base to a negative integer exponent
 };
 
 // What `e` means, for the error message.
@@ -36,6 +38,7 @@ constexpr const char* device_error_text(DeviceError e) {
     case DeviceError::EmbeddingOutOfBounds: return "an embedding index out of range of the weight's rows";
     case DeviceError::GatherOutOfBounds: return "a gather index out of bounds for its dimension";
     case DeviceError::ScatterOutOfBounds: return "a scatter/scatter_add index out of bounds for its dimension";
+    case DeviceError::NegativeIntegerPower: return "integers to negative integer powers are not allowed";
   }
   return "an unknown device error";
 }

@@ -22,7 +22,7 @@ struct LaunchLayout {
   bool contiguous = false;  // every tensor operand's stride is its element size (is_dense)
 };
 
-// dst = convert(src): two operands; same-dtype copies of any dtype, or between floating dtypes.
+// dst = convert(src): two operands, any pair of dtypes (the CPU's conversion rules).
 struct CastArgs {
   LaunchLayout layout;
   void* dst = nullptr;
@@ -31,23 +31,11 @@ struct CastArgs {
   ScalarType src_dtype = ScalarType::Float32;
 };
 
-enum class BinaryOp : int8_t { Add, Mul };
-
-// out = op(a, b) in one floating dtype; operands 1 and 2 of the layout are a and b
-// (stride 0 and a null pointer where the input is a scalar).
-struct BinaryArgs {
-  LaunchLayout layout;
-  void* out = nullptr;
-  const void* in[2] = {nullptr, nullptr};
-  bool is_scalar[2] = {false, false};
-  double scalar[2] = {0.0, 0.0};
-  double alpha = 1.0;
-  ScalarType dtype = ScalarType::Float32;
-  BinaryOp op = BinaryOp::Add;
-};
-
 // True when the device cast kernel converts `from` to `to`.
-constexpr bool cast_supported(ScalarType from, ScalarType to) { return from == to || (is_floating(from) && is_floating(to)); }
+// Every pair of dtypes, with the CPU's conversion (kernels/common/convert.h).
+constexpr bool cast_supported(ScalarType from, ScalarType to) {
+  return from != ScalarType::Undefined && to != ScalarType::Undefined;
+}
 
 // Each launcher queues its kernel on `stream` (of the current device; the host side
 // passes the current stream) and returns the launch's error (cudaSuccess when nothing
@@ -55,6 +43,5 @@ constexpr bool cast_supported(ScalarType from, ScalarType to) { return from == t
 cudaError_t launch_cast(const CastArgs& args, cudaStream_t stream);
 // Writes the `element_size`-byte pattern `bits` to every element of operand 0.
 cudaError_t launch_fill(const LaunchLayout& layout, void* dst, int element_size, uint64_t bits, cudaStream_t stream);
-cudaError_t launch_binary(const BinaryArgs& args, cudaStream_t stream);
 
 }  // namespace mixt::cuda

@@ -4,7 +4,10 @@
 namespace mixt::cuda {
 void register_copy_kernels();     // copy_
 void register_factory_kernels();  // empty, full, fill_, arange, linspace, eye
-void register_binary_kernels();   // add, add_, mul, mul_
+void register_unary_kernels();    // the rows of MIXT_ELEMENTWISE_UNARY (kernels/common/elementwise_ops.h)
+void register_binary_kernels();   // MIXT_ELEMENTWISE_BINARY
+void register_compare_kernels();  // MIXT_ELEMENTWISE_COMPARE
+void register_ternary_kernels();  // MIXT_ELEMENTWISE_TERNARY
 void register_amp_kernels();         // amp_unscale_check_, amp_update_scale_
 void register_optim_step_kernels();  // adam_step_, sgd_step_
 void register_random_kernels();      // uniform_, normal_, random_

@@ -10,6 +10,7 @@ namespace mixt {
 void register_cuda_kernels() {
   cuda::register_copy_kernels();
   cuda::register_factory_kernels();
+  cuda::register_unary_kernels();
   cuda::register_binary_kernels();
   cuda::register_amp_kernels();
   cuda::register_optim_step_kernels();
@@ -21,6 +22,8 @@ void register_cuda_kernels() {
   cuda::register_scan_kernels();
   cuda::register_softmax_kernels();
   cuda::register_norm_kernels();
+  cuda::register_compare_kernels();
+  cuda::register_ternary_kernels();
   set_allocator(DeviceType::CUDA, cuda::cuda_allocator());
 }
 

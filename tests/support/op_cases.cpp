@@ -141,7 +141,7 @@ void add_view_and_movement_cases(Builder& b) {
      return copy_(d, c);
    }).with([](const Refs& in, ScalarType) { return ref::expand(in[1], in[0].sizes); }, kExact);
   // Rounds float64 inputs to float32 once; the other dtypes convert exactly.
-  b.unary("to/float32", OpId::to, A, F, -3, 3, [](const Tensor& t) { return t.to(kFloat32); }, kFloat32Out)
+  b.unary("to/float32", OpId::to, A, A, -3, 3, [](const Tensor& t) { return t.to(kFloat32); }, kFloat32Out)
       .with([](const Refs& in, ScalarType) { return in[0]; }, kExact);
   b.binary("cat", OpId::cat, A, A, -3, 3, -3, 3, [](const Tensor& a, const Tensor& c) { return cat({a, c.unsqueeze(0)}, 0); })
       .with([](const Refs& in, ScalarType) { return ref::cat({in[0], ref::unsqueeze(in[1], 0)}, 0); }, kExact);
@@ -209,7 +209,7 @@ void add_index_cases(Builder& b) {
           return masked_fill_(x, in[1], Scalar(1));
         })
       .with(mask_ref, kExact);
-  b.add("where", OpId::where, A, kNoCuda,
+  b.add("where", OpId::where, A, A,
         [](ScalarType dt) {
           return CaseInputs{{data(kBool, {3, 1}, 0, 1, 10), data(dt, {3, 4}, -3, 3, 11), data(dt, {4}, -3, 3, 12)},
                             0b110};
@@ -267,43 +267,44 @@ void add_unary_cases(Builder& b) {
   for (const UnarySpec& u : unaries) {
     // sign of a bool is the bool itself (PyTorch supports it); the other non-float ops refuse bool.
     const uint32_t dts = u.float_only || u.op == OpId::sign ? A : N;
-    b.unary(u.name, u.op, dts, kNoCuda, u.lo, u.hi, u.f, u.float_only ? kFloatPromote : kSame).with(unary_ref(u.name), u.tol);
+    b.unary(u.name, u.op, dts, dts, u.lo, u.hi, u.f, u.float_only ? kFloatPromote : kSame).with(unary_ref(u.name), u.tol);
     auto f_ = u.f_;
-    b.unary_(std::string(u.name) + "_", u.op_, u.float_only ? F : u.op == OpId::sign ? A : N, kNoCuda, u.lo, u.hi,
+    const uint32_t dts_ = u.float_only ? F : u.op == OpId::sign ? A : N;
+    b.unary_(std::string(u.name) + "_", u.op_, dts_, dts_, u.lo, u.hi,
              [f_](Tensor& t) { f_(t); })
         .with(unary_ref(u.name), u.tol);
   }
   // gelu's 1 + erf(x / sqrt 2) cancels for negative x: its float roundings (of x / sqrt 2, erf, the sum
   // and two products) are at the size of |x| <= 4, not of the small result.
   const Tolerance gelu_tol{0.5, 5, 4};
-  b.unary("gelu", OpId::gelu, A, kNoCuda, -4, 4, [](const Tensor& t) { return fn::gelu(t); }, kFloatPromote)
+  b.unary("gelu", OpId::gelu, A, A, -4, 4, [](const Tensor& t) { return fn::gelu(t); }, kFloatPromote)
       .with(unary_ref("gelu"), gelu_tol);
-  b.unary("gelu/tanh", OpId::gelu, A, kNoCuda, -4, 4, [](const Tensor& t) { return fn::gelu(t, "tanh"); }, kFloatPromote)
+  b.unary("gelu/tanh", OpId::gelu, A, A, -4, 4, [](const Tensor& t) { return fn::gelu(t, "tanh"); }, kFloatPromote)
       .with(unary_ref("gelu_tanh"), {0.5, 8, 4});  // also x^3 and tanh's argument: three more roundings
-  b.unary_("gelu_", OpId::gelu_, F, kNoCuda, -4, 4, [](Tensor& t) { fn::gelu_(t); }).with(unary_ref("gelu"), gelu_tol);
+  b.unary_("gelu_", OpId::gelu_, F, F, -4, 4, [](Tensor& t) { fn::gelu_(t); }).with(unary_ref("gelu"), gelu_tol);
   // log1p(exp(2 x)) / 2 (x unless 2 x > 5): three float operations.
-  b.unary("softplus", OpId::softplus, A, kNoCuda, -4, 4, [](const Tensor& t) { return fn::softplus(t, 2.0, 5.0); },
+  b.unary("softplus", OpId::softplus, A, A, -4, 4, [](const Tensor& t) { return fn::softplus(t, 2.0, 5.0); },
           kFloatPromote)
       .with([](const Refs& in, ScalarType) { return ref::map(in[0], [](double x) { return ref::softplus(x, 2, 5); }); },
             chain);
-  b.unary_("softplus_", OpId::softplus_, F, kNoCuda, -4, 4, [](Tensor& t) { fn::softplus_(t); })
+  b.unary_("softplus_", OpId::softplus_, F, F, -4, 4, [](Tensor& t) { fn::softplus_(t); })
       .with(unary_ref("softplus"), chain);
-  b.unary("round", OpId::round, N, kNoCuda, -3, 3, [](const Tensor& t) { return round(t); }).with(unary_ref("round"), kExact);
+  b.unary("round", OpId::round, N, N, -3, 3, [](const Tensor& t) { return round(t); }).with(unary_ref("round"), kExact);
   // nearbyint(x * 10) / 10: the product and the quotient are rounded in float.
-  b.unary("round/decimals", OpId::round, F, kNoCuda, -3, 3, [](const Tensor& t) { return round(t, 1); })
+  b.unary("round/decimals", OpId::round, F, F, -3, 3, [](const Tensor& t) { return round(t, 1); })
       .with([](const Refs& in, ScalarType) { return ref::map(in[0], [](double x) { return std::nearbyint(x * 10) / 10; }); },
             two_ops);
-  b.unary_("round_", OpId::round_, N, kNoCuda, -3, 3, [](Tensor& t) { round_(t); }).with(unary_ref("round"), kExact);
+  b.unary_("round_", OpId::round_, N, N, -3, 3, [](Tensor& t) { round_(t); }).with(unary_ref("round"), kExact);
   auto clamp_ref = [](double lo, double hi) {
     return [=](const Refs& in, ScalarType) {
       return ref::map(in[0], [=](double x) { return std::isnan(x) ? x : std::min(std::max(x, lo), hi); });
     };
   };
-  b.unary("clamp", OpId::clamp, N, kNoCuda, -3, 3, [](const Tensor& t) { return clamp(t, -1, 2); })
+  b.unary("clamp", OpId::clamp, N, N, -3, 3, [](const Tensor& t) { return clamp(t, -1, 2); })
       .with(clamp_ref(-1, 2), kExact);
-  b.unary("clamp/max_only", OpId::clamp, N, kNoCuda, -3, 3, [](const Tensor& t) { return clamp_max(t, 1); })
+  b.unary("clamp/max_only", OpId::clamp, N, N, -3, 3, [](const Tensor& t) { return clamp_max(t, 1); })
       .with(clamp_ref(-INFINITY, 1), kExact);
-  b.unary_("clamp_", OpId::clamp_, N, kNoCuda, -3, 3, [](Tensor& t) { clamp_(t, -1, 2); }).with(clamp_ref(-1, 2), kExact);
+  b.unary_("clamp_", OpId::clamp_, N, N, -3, 3, [](Tensor& t) { clamp_(t, -1, 2); }).with(clamp_ref(-1, 2), kExact);
   auto with_specials = [](ScalarType dt) {
     Tensor t = data(dt, {6}, -3, 3, 14);
     if (is_floating(dt)) {
@@ -312,11 +313,11 @@ void add_unary_cases(Builder& b) {
     return CaseInputs{{t}, 0b1};
   };
   for (auto [op, f] : {std::pair{OpId::isfinite, &isfinite}, {OpId::isnan, &isnan}, {OpId::isinf, &isinf}}) {
-    b.add(std::string(op_name(op)), op, A, kNoCuda, with_specials,
+    b.add(std::string(op_name(op)), op, A, A, with_specials,
           [f](const std::vector<Tensor>& in, ScalarType, Device) { return f(in[0]); }, kBoolOut)
         .with(unary_ref(std::string(op_name(op))), kExact);
   }
-  b.unary("logical_not", OpId::logical_not, A, kNoCuda, -2, 2, [](const Tensor& t) { return logical_not(t); }, kBoolOut)
+  b.unary("logical_not", OpId::logical_not, A, A, -2, 2, [](const Tensor& t) { return logical_not(t); }, kBoolOut)
       .with(unary_ref("logical_not"), kExact);
 }
 
@@ -324,63 +325,63 @@ void add_binary_cases(Builder& b) {
   using D = double;
   // alpha * b is rounded before the sum: one rounding at the operands' size (|a| + 2 |b| <= 9).
   const Tolerance alpha_tol{0.5, 1, 9};
-  b.binary("add", OpId::add, A, F, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) { return add(x, y, 2); })
+  b.binary("add", OpId::add, A, A, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) { return add(x, y, 2); })
       .with(binary_ref([](D x, D y) { return x + 2 * y; }), alpha_tol);
-  b.binary("add/scalar", OpId::add, A, F, -3, 3, -3, 3, [](const Tensor& x, const Tensor&) { return x + 1.5; },
+  b.binary("add/scalar", OpId::add, A, A, -3, 3, -3, 3, [](const Tensor& x, const Tensor&) { return x + 1.5; },
            [](ScalarType dt) { return is_floating(dt) ? dt : kFloat32; })
       .with([](const Refs& in, ScalarType) { return ref::map(in[0], [](D x) { return x + 1.5; }); }, kExact);
-  b.binary("add_", OpId::add_, A, F, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) {
+  b.binary("add_", OpId::add_, A, A, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) {
      Tensor z = x.clone();
      return add_(z, y);
    }).with(binary_ref([](D x, D y) { return x + y; }), kExact);
-  b.binary("sub", OpId::sub, N, kNoCuda, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) { return sub(x, y); })
+  b.binary("sub", OpId::sub, N, N, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) { return sub(x, y); })
       .with(binary_ref([](D x, D y) { return x - y; }), kExact);
-  b.binary("sub_", OpId::sub_, N, kNoCuda, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) {
+  b.binary("sub_", OpId::sub_, N, N, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) {
      Tensor z = x.clone();
      return sub_(z, y, 2);
    }).with(binary_ref([](D x, D y) { return x - 2 * y; }), alpha_tol);
-  b.binary("mul", OpId::mul, A, F, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) { return mul(x, y); })
+  b.binary("mul", OpId::mul, A, A, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) { return mul(x, y); })
       .with(binary_ref([](D x, D y) { return x * y; }), kExact);
-  b.binary("mul/scalar", OpId::mul, A, F, -3, 3, -3, 3, [](const Tensor& x, const Tensor&) { return x * 3; },
+  b.binary("mul/scalar", OpId::mul, A, A, -3, 3, -3, 3, [](const Tensor& x, const Tensor&) { return x * 3; },
            [](ScalarType dt) { return dt == kBool ? kInt64 : dt; })
       .with([](const Refs& in, ScalarType) { return ref::map(in[0], [](D x) { return x * 3; }); }, kExact);
-  b.binary("mul_", OpId::mul_, A, F, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) {
+  b.binary("mul_", OpId::mul_, A, A, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) {
      Tensor z = x.clone();
      return mul_(z, y);
    }).with(binary_ref([](D x, D y) { return x * y; }), kExact);
   // Division is correctly rounded in float, then rounded again to a narrow dtype.
-  b.binary("div", OpId::div, A, kNoCuda, -3, 3, 0.5, 3, [](const Tensor& x, const Tensor& y) { return div(x, y); },
+  b.binary("div", OpId::div, A, A, -3, 3, 0.5, 3, [](const Tensor& x, const Tensor& y) { return div(x, y); },
            kFloatPromote)
       .with(binary_ref([](D x, D y) { return x / y; }), kOneOp);
-  b.binary("div/floor", OpId::div, N, kNoCuda, -9, 9, 1, 4,
+  b.binary("div/floor", OpId::div, N, N, -9, 9, 1, 4,
            [](const Tensor& x, const Tensor& y) { return div(x, y, "floor"); })
       .with(binary_ref(ref::div_floor), kExact);
-  b.binary("div/trunc", OpId::div, N, kNoCuda, -9, 9, 1, 4,
+  b.binary("div/trunc", OpId::div, N, N, -9, 9, 1, 4,
            [](const Tensor& x, const Tensor& y) { return div(x, y, "trunc"); })
       .with(binary_ref([](D x, D y) { return std::trunc(x / y); }), kExact);
-  b.binary("div_", OpId::div_, F, kNoCuda, -3, 3, 0.5, 3, [](const Tensor& x, const Tensor& y) {
+  b.binary("div_", OpId::div_, F, F, -3, 3, 0.5, 3, [](const Tensor& x, const Tensor& y) {
      Tensor z = x.clone();
      return div_(z, y);
    }).with(binary_ref([](D x, D y) { return x / y; }), kOneOp);
   auto pow_ref = binary_ref([](D x, D y) { return std::pow(x, y); });
-  b.binary("pow", OpId::pow, N, kNoCuda, 0.5, 2, 0, 3, [](const Tensor& x, const Tensor& y) { return pow(x, y); })
+  b.binary("pow", OpId::pow, N, N, 0.5, 2, 0, 3, [](const Tensor& x, const Tensor& y) { return pow(x, y); })
       .with(pow_ref, kOneOp);
-  b.binary("pow_", OpId::pow_, N, kNoCuda, 0.5, 2, 0, 3, [](const Tensor& x, const Tensor& y) {
+  b.binary("pow_", OpId::pow_, N, N, 0.5, 2, 0, 3, [](const Tensor& x, const Tensor& y) {
      Tensor z = x.clone();
      return pow_(z, y);
    }).with(pow_ref, kOneOp);
   // glibc's atan2f stays within two ulps.
   auto atan2_ref = binary_ref([](D x, D y) { return std::atan2(x, y); });
-  b.binary("atan2", OpId::atan2, A, kNoCuda, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) { return atan2(x, y); },
+  b.binary("atan2", OpId::atan2, A, A, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) { return atan2(x, y); },
            kFloatPromote)
       .with(atan2_ref, {0.5, 2});
-  b.binary("atan2_", OpId::atan2_, F, kNoCuda, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) {
+  b.binary("atan2_", OpId::atan2_, F, F, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) {
      Tensor z = x.clone();
      return atan2_(z, y);
    }).with(atan2_ref, {0.5, 2});
-  b.binary("maximum", OpId::maximum, A, kNoCuda, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) { return maximum(x, y); })
+  b.binary("maximum", OpId::maximum, A, A, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) { return maximum(x, y); })
       .with(binary_ref([](D x, D y) { return std::max(x, y); }), kExact);
-  b.binary("minimum", OpId::minimum, A, kNoCuda, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) { return minimum(x, y); })
+  b.binary("minimum", OpId::minimum, A, A, -3, 3, -3, 3, [](const Tensor& x, const Tensor& y) { return minimum(x, y); })
       .with(binary_ref([](D x, D y) { return std::min(x, y); }), kExact);
   using BinFn = Tensor (*)(const Tensor&, const Tensor&);
   const std::pair<OpId, BinFn> predicates[] = {{OpId::eq, &eq}, {OpId::ne, &ne}, {OpId::lt, &lt}, {OpId::le, &le},
@@ -394,7 +395,7 @@ void add_binary_cases(Builder& b) {
       [](D x, D y) { return (x != 0) != (y != 0); }};
   for (size_t i = 0; i < std::size(predicates); ++i) {
     const auto t = truth[i];
-    b.binary(std::string(op_name(predicates[i].first)), predicates[i].first, A, kNoCuda, -2, 2, -2, 2,
+    b.binary(std::string(op_name(predicates[i].first)), predicates[i].first, A, A, -2, 2, -2, 2,
              predicates[i].second, kBoolOut)
         .with(binary_ref([t](D x, D y) { return t(x, y) ? 1.0 : 0.0; }), kExact);
   }
@@ -408,32 +409,32 @@ void add_binary_cases(Builder& b) {
   };
   // Two products and a sum in float, at the size of |a| + 2 |b c| <= 21.
   const auto addcmul_ref = ternary_ref([](D a, D x, D y) { return a + 2 * x * y; });
-  b.add("addcmul", OpId::addcmul, N, kNoCuda, three,
+  b.add("addcmul", OpId::addcmul, N, N, three,
         [](const std::vector<Tensor>& in, ScalarType, Device) { return addcmul(in[0], in[1], in[2], 2); })
       .with(addcmul_ref, {0.5, 3, 21});
-  b.add("addcmul_", OpId::addcmul_, N, kNoCuda, three, [](const std::vector<Tensor>& in, ScalarType, Device) {
+  b.add("addcmul_", OpId::addcmul_, N, N, three, [](const std::vector<Tensor>& in, ScalarType, Device) {
      Tensor z = in[0].clone();
      return addcmul_(z, in[1], in[2], 2);
    }).with(addcmul_ref, {0.5, 3, 21});
   // 0.5 * b, / c, + a: three roundings at the size of |a| + |0.5 b / c| <= 6.
   const auto addcdiv_ref = ternary_ref([](D a, D x, D y) { return a + 0.5 * x / y; });
-  b.add("addcdiv", OpId::addcdiv, F, kNoCuda, three,
+  b.add("addcdiv", OpId::addcdiv, F, F, three,
         [](const std::vector<Tensor>& in, ScalarType, Device) { return addcdiv(in[0], in[1], in[2], 0.5); })
       .with(addcdiv_ref, {0.5, 3, 6});
-  b.add("addcdiv_", OpId::addcdiv_, F, kNoCuda, three, [](const std::vector<Tensor>& in, ScalarType, Device) {
+  b.add("addcdiv_", OpId::addcdiv_, F, F, three, [](const std::vector<Tensor>& in, ScalarType, Device) {
      Tensor z = in[0].clone();
      return addcdiv_(z, in[1], in[2], 0.5);
    }).with(addcdiv_ref, {0.5, 3, 6});
   // b - a, a product and a sum (or 1 - w, two products): at the size of |w (b - a)| <= 18.
   const auto lerp_ref = ternary_ref([](D a, D x, D w) { return a + w * (x - a); });
-  b.add("lerp", OpId::lerp, F, kNoCuda, three,
+  b.add("lerp", OpId::lerp, F, F, three,
         [](const std::vector<Tensor>& in, ScalarType, Device) { return lerp(in[0], in[1], in[2]); })
       .with(lerp_ref, {0.5, 4, 18});
-  b.add("lerp/scalar", OpId::lerp, F, kNoCuda, three,
+  b.add("lerp/scalar", OpId::lerp, F, F, three,
         [](const std::vector<Tensor>& in, ScalarType, Device) { return lerp(in[0], in[1], 0.25); })
       .with([](const Refs& in, ScalarType) { return ref::zip(in[0], in[1], [](D a, D x) { return a + 0.25 * (x - a); }); },
             {0.5, 3, 6});
-  b.add("lerp_", OpId::lerp_, F, kNoCuda, three, [](const std::vector<Tensor>& in, ScalarType, Device) {
+  b.add("lerp_", OpId::lerp_, F, F, three, [](const std::vector<Tensor>& in, ScalarType, Device) {
      Tensor z = in[0].clone();
      return lerp_(z, in[1], in[2]);
    }).with(lerp_ref, {0.5, 4, 18});
