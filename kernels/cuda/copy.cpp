@@ -8,6 +8,7 @@
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cuda/device_error.h>
+#include <mixt/kernels/cuda/factory.h>
 #include <mixt/kernels/cuda/host.h>
 #include <mixt/kernels/cuda/register.h>
 #include <mixt/kernels/cuda/stream.h>
@@ -15,6 +16,20 @@
 #include <mixt/runtime/ops/ops.h>
 
 namespace mixt::cuda {
+
+void move_elements(const Tensor& dst, const Tensor& src, cudaStream_t stream, const char* op) {
+  if (dst.numel() == 0) return;
+  const OperandGeometry geom[2] = {{&dst.sizes(), &dst.strides(), dst.element_size()},
+                                   {&src.sizes(), &src.strides(), src.element_size()}};
+  CastArgs a;
+  a.layout = make_launch_layout(dst.sizes(), geom);
+  a.dst = dst.data_ptr();
+  a.src = src.data_ptr();
+  a.dst_dtype = dst.dtype();
+  a.src_dtype = src.dtype();
+  check(launch_cast(a, stream), op);
+}
+
 namespace {
 
 // Note [Transfers on the current stream]: copies and kernels are queued on the current
@@ -66,15 +81,7 @@ void device_copy(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
           "copy_");
     return;
   }
-  const OperandGeometry geom[2] = {{&dst.sizes(), &dst.strides(), dst.element_size()},
-                                   {&src.sizes(), &src.strides(), src.element_size()}};
-  CastArgs a;
-  a.layout = make_launch_layout(dst.sizes(), geom);
-  a.dst = dst.data_ptr();
-  a.src = src.data_ptr();
-  a.dst_dtype = dst.dtype();
-  a.src_dtype = src.dtype();
-  check(launch_cast(a, stream), "copy_");
+  move_elements(dst, src, stream, "copy_");
 }
 
 // dst (CUDA) = src (CPU).

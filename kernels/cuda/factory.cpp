@@ -147,19 +147,6 @@ void eye_kernel(OpCall& c, DispatchKeySet) {
 
 }  // namespace
 
-void move_elements(const Tensor& dst, const Tensor& src, cudaStream_t stream, const char* op) {
-  if (dst.numel() == 0) return;
-  const OperandGeometry geom[2] = {{&dst.sizes(), &dst.strides(), dst.element_size()},
-                                   {&src.sizes(), &src.strides(), src.element_size()}};
-  CastArgs a;
-  a.layout = make_launch_layout(dst.sizes(), geom);
-  a.dst = dst.data_ptr();
-  a.src = src.data_ptr();
-  a.dst_dtype = dst.dtype();
-  a.src_dtype = src.dtype();
-  check(launch_cast(a, stream), op);
-}
-
 Tensor dense_copy(const Tensor& t, cudaStream_t stream, const char* op) {
   Tensor out = make_empty(t.sizes(), t.dtype(), t.device());
   move_elements(out, t, stream, op);

@@ -388,10 +388,12 @@ void test_errors() {
   expect_error("mul of a CUDA and a CPU tensor", [&] { mul(g, c); });
   expect_error("add of float8 and float16 (no promotion)", [&] { add(g.to(kFloat8_e4m3fn), g.to(kFloat16)); });
   const Tensor gi = host({1, 2, 3}, kInt64).to(kGpu);
-  expect_error("add of int64 tensors on CUDA (floating only)", [&] { add(gi, gi); });
-  const Tensor g32 = host({1, 2, 3}, kInt32).to(kGpu);
-  expect_error("int32 -> float32 cast on the device (not implemented)", [&] { g32.to(kFloat32); });
-  expect_error("float32 -> int32 cast on the device (not implemented)", [&] { g.to(kInt32); });
+  // Integer arithmetic and casts to and from integers run on the device now: the CPU's values.
+  expect_same(add(gi, gi).to(Device::cpu()), add(gi.to(Device::cpu()), gi.to(Device::cpu())), "int64 add on CUDA");
+  const Tensor i32 = host({1, -2, 3}, kInt32);
+  expect_same(i32.to(kGpu).to(kFloat32).to(Device::cpu()), i32.to(kFloat32), "int32 -> float32 cast on the device");
+  const Tensor f = host({1.7, -2.2, 3.5}, kFloat32);
+  expect_same(f.to(kGpu).to(kInt32).to(Device::cpu()), f.to(kInt32), "float32 -> int32 cast on the device");
   expect_error("add with shapes that do not broadcast", [&] { add(g, host({1, 2}, kFloat32).to(kGpu)); });
   Tensor g2 = g;
   expect_error("in-place add_ with a result type that cannot be stored", [&] {

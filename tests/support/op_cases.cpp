@@ -622,6 +622,11 @@ std::vector<OpCase> build_cases() {
   add_matmul_cases(b);
   add_nn_cases(b);
   add_amp_cases(b);
+  // A composite op has no kernel of its own: on CUDA it runs its inner ops' CUDA kernels,
+  // so its CUDA dtypes are the CPU's unless a case says otherwise. The GPU coverage run
+  // (tests/cuda/test_cuda_coverage.cpp) checks the declaration.
+  for (OpCase& c : b.cases)
+    if (c.cuda_dtypes == kNoCuda && op_entry(c.op).has(op_flags::Composite)) c.cuda_dtypes = c.cpu_dtypes;
   return b.cases;
 }
 
@@ -717,9 +722,10 @@ std::string op_support_markdown() {
         "  `tests/support/reference*.cpp`, which never call mixt) within a tolerance in ulps of the result's\n"
         "  dtype (`Note [Tolerances in ulps]` in docs/notes/numerics.md); every dtype not listed must raise\n"
         "  `mixt::Error`.\n"
-        "- **CUDA**: the dtypes the CUDA kernels take. The test checks them against the registered kernels in\n"
-        "  every CUDA build, and runs them against the same references when a GPU is present. `—` is a declared\n"
-        "  hole: the op raises `mixt::Error` on CUDA tensors until the full CUDA backend lands.\n"
+        "- **CUDA**: the dtypes the CUDA kernels take (for a composite op, which has no kernel of its own, the\n"
+        "  dtypes its inner ops take on CUDA). The test checks them against the registered kernels in every CUDA\n"
+        "  build, and `tests/cuda/test_cuda_coverage.cpp` runs them against the same references when a GPU is\n"
+        "  present (none has run them yet: docs/gpu-runs.md). `—` would be a declared hole; none is left.\n"
         "- *all* = bool, uint8, int8, int32, int64, float16, bfloat16, float32, float64, float8_e4m3fn,\n"
         "  float8_e5m2; *floating* = the last six.\n\n"
         "| op | flags | CPU | CUDA |\n|---|---|---|---|\n";
