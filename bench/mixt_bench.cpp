@@ -8,6 +8,7 @@
 //   amp        the grad scaler's unscale + check and a full scaler step, vs memcpy
 //   io         safetensors save/load vs plain file I/O, many small tensors, slow headers
 //   gemm       GEMM GFLOP/s per shape and dtype against the BLAS called directly
+//   train-step the MLP training step of the GEMM targets against its GEMMs alone, per precision
 //   kernels    casts, elementwise, softmax/norm rows, fused AMP/AdamW in GB/s against the copy rate
 #include <vector>
 
@@ -19,11 +20,12 @@
 #include "bench_io.h"
 #include "bench_kernels.h"
 #include "bench_train.h"
+#include "bench_train_step.h"
 
 int main(int argc, char** argv) {
   using namespace mixt::bench;
   const std::vector<cli::Command> commands = {dispatch_command(), train_command(), policy_command(),
                                               explain_command(),  amp_command(),   io_command(),
-                                              gemm_command(), kernels_command()};
+                                              gemm_command(), kernels_command(), train_step_command()};
   return cli::run_main(commands, argc, argv);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 
 #include "bench_autocast.h"
 #include "bench_kernels.h"
+#include "bench_train_step.h"
 #include "bench_cli.h"
 #include "temp_dir.h"
 #include "test_util.h"
@@ -422,4 +424,27 @@ TEST_CASE("mixt-bench kernels --small measures every kernel against the copy rat
     CHECK_THAT(cuda.err, Contains("CUDA is not available"));
   }
   CHECK(run(commands, {"kernels", "--reps", "0"}).status == 2);
+}
+
+TEST_CASE("mixt-bench train-step: one row per precision, the step slower than its GEMMs alone", "[bench_cli]") {
+  const std::vector<cli::Command> commands = {train_step_command()};
+  mixt::testing::TempDir dir;
+  const std::string path = dir.file("train_step.json");
+  const Run r = run(commands, {"train-step", "--precision", "f32,bf16,fp16", "--tokens", "32", "--dim", "64",
+                               "--layers", "2", "--steps", "1", "--json", path});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, StartsWith("mixt-bench train-step on cpu: 32 tokens, 2 x (Linear 64 + GELU)"));
+  const auto doc = nlohmann::json::parse(read_file(path));
+  REQUIRE(doc["rows"].size() == 3);
+  for (const auto& row : doc["rows"]) {
+    INFO(row.dump());
+    CHECK(row["ms_per_step"].get<double>() > 0);
+    CHECK(row["gemm_floor_ms"].get<double>() > 0);
+    CHECK(std::isfinite(row["final_loss"].get<double>()));
+    CHECK(row["final_loss"].get<double>() > 0);
+  }
+  CHECK(doc["rows"][2]["precision"] == "fp16");
+  CHECK(run(commands, {"train-step", "--precision", "fp8"}).status == 2);
+  if (!cuda::is_available()) CHECK(run(commands, {"train-step", "--device", "cuda"}).status == 1);
 }
