@@ -71,7 +71,7 @@ std::vector<std::pair<size_t, int64_t>> expected_ranges(const std::vector<int64_
 bool same_bits(const Tensor& a, const Tensor& b) {
   const Tensor x = a.contiguous(), y = b.contiguous();
   return x.dtype() == y.dtype() && x.sizes() == y.sizes() &&
-         std::memcmp(x.data_ptr(), y.data_ptr(), static_cast<size_t>(x.nbytes())) == 0;
+         (x.nbytes() == 0 || std::memcmp(x.data_ptr(), y.data_ptr(), static_cast<size_t>(x.nbytes())) == 0);
 }
 
 }  // namespace
