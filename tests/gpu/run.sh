@@ -3,7 +3,7 @@
 # machine, on a GPU machine, in under 8 minutes, and prints one table last (pass/fail
 # per group, figures); the same table goes to $OUT/gpu-check.json (or /tmp/mixt-gpu).
 #
-#   bash tests/gpu/run.sh [BUNDLE_DIR]        (default: gpu-bundle)
+#   bash tests/gpu/run.sh [BUNDLE_DIR | BUNDLE.tar.xz]   (default: gpu-bundle)
 # Groups: the host-run conversion rules; the CUDA slice; the op-coverage harness on CUDA
 # against the CPU reference for every op x dtype; the GEMM engine; CUDA's autocast policy
 # against its CPU rehearsal; streams and the caching allocator; training on CUDA
@@ -17,6 +17,13 @@ export MIXT_REQUIRE_GPU=1
 set -u
 
 bundle=${1:-gpu-bundle}
+# The bundle travels as BUNDLE.tar.xz (tests/gpu/bundle.sh): unpack it into a scratch folder.
+if [ -f "$bundle" ] && [[ $bundle == *.tar.xz ]]; then
+  unpack_dir=$(mktemp -d "${TMPDIR:-/tmp}/mixt-gpu-bundle.XXXXXX")
+  trap 'rm -rf "$unpack_dir"' EXIT
+  tar -xJf "$bundle" -C "$unpack_dir" || { echo "cannot unpack $bundle" >&2; exit 2; }
+  bundle=$(find "$unpack_dir" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+fi
 bin=$bundle/bin
 log_dir=${OUT:-/tmp/mixt-gpu}
 mkdir -p "$log_dir"

@@ -92,5 +92,15 @@ rc=$?
 expect "every group passing gives exit status 0" test "$rc" = 0
 [ "$rc" = 0 ] || sed -n '/== summary/,$p' "$work/stdout-all"
 
+# The bundle as it travels (BUNDLE.tar.xz): unpacked, then the same table.
+make_bundle "$work/packed" same
+(cd "$work" && tar -cJf packed.tar.xz packed)
+rm -rf "$work/packed"
+mkdir -p "$work/out-packed"
+OUT="$work/out-packed" MIXT_COMPUTE_SANITIZER="$work/sanitizer" MIXT_GPU_CHECK_SECONDS=120 \
+  bash "$here/run.sh" "$work/packed.tar.xz" > "$work/stdout-packed" 2>&1
+expect "a .tar.xz bundle is unpacked and run" grep -qE '^convert +PASS' "$work/stdout-packed"
+expect "the packed bundle's commit is read" grep -q 'bundle commit: fake1234' "$work/stdout-packed"
+
 echo "$failures failures"
 [ "$failures" = 0 ] || { sed -n '/== summary/,$p' "$out"; exit 1; }
