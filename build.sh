@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 packages=(meson ninja-build g++ pkg-config catch2 libfmt-dev libopenblas-dev
-          libopenmpi-dev openmpi-bin nlohmann-json3-dev libdlpack-dev)
+          libopenmpi-dev openmpi-bin nlohmann-json3-dev libdlpack-dev xz-utils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
