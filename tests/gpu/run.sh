@@ -25,6 +25,11 @@ if [ -f "$bundle" ] && [[ $bundle == *.tar.xz ]]; then
   bundle=$(find "$unpack_dir" -mindepth 1 -maxdepth 1 -type d | head -n 1)
 fi
 bin=$bundle/bin
+# Every program under bin/ is run (the examples' loop): refuse anything but a bundle.
+if [ -z "$bundle" ] || [ ! -d "$bin" ] || [ ! -f "$bundle/COMMIT" ]; then
+  echo "run.sh: '${1:-gpu-bundle}' is not a bundle made by tests/gpu/bundle.sh (no bin/ and COMMIT)" >&2
+  exit 2
+fi
 log_dir=${OUT:-/tmp/mixt-gpu}
 mkdir -p "$log_dir"
 export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -102,5 +102,15 @@ OUT="$work/out-packed" MIXT_COMPUTE_SANITIZER="$work/sanitizer" MIXT_GPU_CHECK_S
 expect "a .tar.xz bundle is unpacked and run" grep -qE '^convert +PASS' "$work/stdout-packed"
 expect "the packed bundle's commit is read" grep -q 'bundle commit: fake1234' "$work/stdout-packed"
 
+# Anything but a bundle is refused before a program runs (the examples' loop runs all of bin/).
+mkdir -p "$work/empty"
+(cd "$work" && tar -cJf empty.tar.xz empty)
+for arg in "$work/no-such-bundle" "$work/empty" "$work/empty.tar.xz"; do
+  OUT="$work/out-bad" bash "$here/run.sh" "$arg" > "$work/stdout-bad" 2>&1
+  rc=$?
+  expect "run.sh refuses $(basename "$arg") with exit status 2" test "$rc" = 2
+  expect "run.sh names what it refused" grep -q "is not a bundle made by tests/gpu/bundle.sh" "$work/stdout-bad"
+done
+
 echo "$failures failures"
 [ "$failures" = 0 ] || { sed -n '/== summary/,$p' "$out"; exit 1; }
