@@ -623,10 +623,18 @@ std::vector<OpCase> build_cases() {
   add_nn_cases(b);
   add_amp_cases(b);
   // A composite op has no kernel of its own: on CUDA it runs its inner ops' CUDA kernels,
-  // so its CUDA dtypes are the CPU's unless a case says otherwise. The GPU coverage run
-  // (tests/cuda/test_cuda_coverage.cpp) checks the declaration.
+  // so its CUDA dtypes are the CPU's, limited to mm's CUDA dtypes where it multiplies
+  // matrices (the GEMM engine takes no integers or float8), unless a case says otherwise.
+  // This is a declaration, not a measurement: the GPU coverage run
+  // (tests/cuda/test_cuda_coverage.cpp) checks it.
+  uint32_t mm_cuda = 0;
+  for (const OpCase& c : b.cases)
+    if (c.op == OpId::mm) mm_cuda |= c.cuda_dtypes;
+  const std::set<OpId> multiplies_matrices = {OpId::matmul, OpId::dot,    OpId::mv, OpId::outer,
+                                              OpId::conv1d, OpId::conv2d, OpId::scaled_dot_product_attention};
   for (OpCase& c : b.cases)
-    if (c.cuda_dtypes == kNoCuda && op_entry(c.op).has(op_flags::Composite)) c.cuda_dtypes = c.cpu_dtypes;
+    if (c.cuda_dtypes == kNoCuda && op_entry(c.op).has(op_flags::Composite))
+      c.cuda_dtypes = multiplies_matrices.count(c.op) ? c.cpu_dtypes & mm_cuda : c.cpu_dtypes;
   return b.cases;
 }
 
