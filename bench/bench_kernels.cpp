@@ -1,5 +1,6 @@
 // mixt-bench kernels: the memory-bound kernels of the issue's speed targets — casts,
-// plain elementwise ops, softmax / log_softmax / layer_norm / rms_norm / gelu, the
+// plain elementwise ops, softmax / log_softmax / layer_norm / rms_norm / gelu (and the
+// fused backward ops of softmax and the norms), the
 // fused unscale + check and the fused AdamW step — in GB/s and as a ratio to the
 // device's copy rate measured in the same run (on the CPU: memcpy split over the
 // OpenMP threads; on CUDA: mixt's device-to-device copy_). Every figure is the
@@ -151,6 +152,18 @@ int run_kernels(const cli::Args& args) {
     row("rms_norm" + s, bytes,
         median_seconds(device, reps, inner, [&] { (void)nn::functional::rms_norm(x, {z.cols}, w); }), 0.8);
     row("gelu" + s, bytes, median_seconds(device, reps, inner, [&] { (void)nn::functional::gelu(x); }), 0.8);
+    // The fused backward ops (read the gradient and y or x, write the input's gradient; the norms also
+    // write the float32 weight and bias gradients, negligible here). No target: the issue sets none.
+    namespace F = nn::functional;
+    const Tensor g = randn(shape, {.dtype = kFloat32}).to(kBFloat16).to(device), y = F::softmax(x, 1);
+    const Tensor xf = x.to(kFloat32), mean = xf.mean({1}), rstd = rsqrt(var(xf, {1}, 0) + 1e-5);
+    row("softmax_backward" + s, 1.5 * bytes, median_seconds(device, reps, inner, [&] { (void)F::softmax_backward(g, y, 1); }), 0);
+    row("layer_norm_backward" + s, 1.5 * bytes, median_seconds(device, reps, inner, [&] {
+          (void)F::layer_norm_backward(g, x, {z.cols}, mean, rstd, w);
+        }), 0);
+    row("rms_norm_backward" + s, 1.5 * bytes, median_seconds(device, reps, inner, [&] {
+          (void)F::rms_norm_backward(g, x, {z.cols}, rstd, w);
+        }), 0);
   }
 
   // ---- the fused multi-tensor ops ----

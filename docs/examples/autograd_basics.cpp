@@ -1,6 +1,6 @@
 // Autograd: recording, backward, gradients of leaves, hooks, no_grad, a custom
-// op's backward formula. It checks the gradients it prints against their formulas
-// and exits with 1 when one is wrong.
+// op's backward formula and a fused backward op. It checks the gradients it prints
+// against their formulas and exits with 1 when one is wrong.
 #include <cmath>
 #include <cstdio>
 
@@ -74,5 +74,16 @@ int main() {
   const auto after = w.to_vector<float>(), g = w.grad().to_vector<float>();
   for (int i = 0; i < 3; ++i)
     example::require(g[i] == (after[i] > 0 ? 0.1f : -0.1f), "the clipped gradient through bfloat16");
+
+  // softmax, log_softmax, layer_norm and rms_norm differentiate through one fused backward op
+  // each; called directly, softmax_backward gives what autograd gives.
+  namespace F = nn::functional;
+  Tensor logits = from_vector(std::vector<float>{1.0f, -0.5f, 2.0f, 0.25f}, {2, 2}).requires_grad_();
+  const Tensor probs = F::softmax(logits, 1), upstream = from_vector(std::vector<float>{1, 0, 0, 1}, {2, 2});
+  sum(mul(probs, upstream)).backward();
+  const Tensor direct = F::softmax_backward(upstream, probs.detach(), 1);
+  std::printf("softmax's gradient %s (softmax_backward: %s)\n", logits.grad().str().c_str(), direct.str().c_str());
+  example::require(logits.grad().to_vector<float>() == direct.to_vector<float>(),
+                   "autograd runs softmax_backward");
   return 0;
 }

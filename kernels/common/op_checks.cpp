@@ -103,4 +103,55 @@ Shape normalization_stats_shape(const OpCall& c, const Shape& normalized, int n_
   return stats;
 }
 
+int64_t check_softmax_backward(const OpCall& c) {
+  const Tensor &g = c.in[0], &y = c.in[1];
+  MIXT_CHECK_OP(g.defined() && y.defined(), c, "grad_output and output are required");
+  MIXT_CHECK_OP(is_floating(y.dtype()) && g.dtype() == y.dtype() && g.sizes() == y.sizes() && g.device() == y.device(),
+                c, "expected grad_output and output of one floating dtype, shape and device, got {} and {}",
+                g.describe(), y.describe());
+  return wrap_dim(c.attrs.get<attrs::Dim>().dim, y.dim(), op_name(c.op).data());
+}
+
+NormBackwardPlan plan_norm_backward(const OpCall& c) {
+  NormBackwardPlan p;
+  p.layer = c.op == OpId::layer_norm_backward;
+  const int n_stats = p.layer ? 2 : 1, first_stat = 2;
+  for (int i = 0; i < first_stat + n_stats; ++i) MIXT_CHECK_OP(c.in[i].defined(), c, "input {} is undefined", i);
+  const Tensor &g = c.in[0], &x = c.in[1];
+  MIXT_CHECK_OP(is_floating(x.dtype()) && g.dtype() == x.dtype() && g.sizes() == x.sizes() && g.device() == x.device(),
+                c, "expected grad_y and x of one floating dtype, shape and device, got {} and {}", g.describe(),
+                x.describe());
+  const auto& a = c.attrs.get<attrs::NormBackward>();
+  const Shape& normalized = a.normalized_shape;
+  const int k = normalized.size();
+  MIXT_CHECK_OP(k >= 1, c, "normalized_shape must have at least one dimension");
+  bool trailing = k <= x.dim();
+  for (int i = 0; trailing && i < k; ++i) trailing = x.size(x.dim() - k + i) == normalized[i];
+  MIXT_CHECK_OP(trailing, c, "normalized_shape {} does not match the trailing dims of x of shape {}", normalized,
+                x.sizes());
+  for (int d = 0; d < x.dim() - k; ++d) p.stat_sizes.push_back(x.size(d));
+  p.stat_dtype = accumulate_type(x.dtype());
+  static const char* const stat_names[] = {"mean", "rstd"};
+  for (int i = 0; i < n_stats; ++i) {
+    const Tensor& s = c.in[first_stat + i];
+    MIXT_CHECK_OP(s.sizes() == p.stat_sizes && s.dtype() == p.stat_dtype && s.device() == x.device(), c,
+                  "expected {} as {}{} on {} (x's leading dims in its accumulate type), got {}",
+                  stat_names[p.layer ? i : 1], p.stat_dtype, p.stat_sizes, x.device(), s.describe());
+  }
+  const int w = first_stat + n_stats;
+  if (w < c.n_in && c.in[w].defined()) {
+    const Tensor& weight = c.in[w];
+    MIXT_CHECK_OP(is_floating(weight.dtype()) && weight.sizes() == normalized && weight.device() == x.device(), c,
+                  "expected a floating weight of shape {} (normalized_shape) on {}, got {}", normalized, x.device(),
+                  weight.describe());
+    p.weight = w;
+  }
+  p.input_grad = a.input_grad;
+  p.weight_grad = a.weight_grad;
+  p.bias_grad = p.layer && a.bias_grad;
+  p.cols = normalized.numel();
+  p.rows = p.stat_sizes.numel();
+  return p;
+}
+
 }  // namespace mixt

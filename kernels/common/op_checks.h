@@ -31,4 +31,21 @@ OutputMeta where_result(const OpCall& c);
 // the statistics' shape (x's leading dims).
 Shape normalization_stats_shape(const OpCall& c, const Shape& normalized, int n_params);
 
+// softmax_backward, log_softmax_backward: grad_output and output are floating tensors of
+// one shape, dtype and device. Returns the wrapped dim.
+int64_t check_softmax_backward(const OpCall& c);
+
+// layer_norm_backward / rms_norm_backward, checked (Note [Fused backward ops]): grad_y and
+// x floating of one shape, dtype and device; the statistics [x's leading dims] in x's
+// accumulate type; the weight (when given) floating of shape normalized_shape.
+struct NormBackwardPlan {
+  bool layer = false;                 // layer_norm (a mean input and a bias gradient)
+  int weight = -1;                    // the weight's input position, or -1 without one
+  bool input_grad = false, weight_grad = false, bias_grad = false;  // the outputs asked for
+  Shape stat_sizes;                   // x's leading dims
+  int64_t rows = 0, cols = 0;         // x as [rows, cols]
+  ScalarType stat_dtype = ScalarType::Undefined;  // accumulate type of x: mean, rstd, grad_weight, grad_bias
+};
+NormBackwardPlan plan_norm_backward(const OpCall& c);
+
 }  // namespace mixt

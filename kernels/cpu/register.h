@@ -15,6 +15,7 @@ void register_index_kernels();
 void register_matmul_kernels();
 void register_softmax_kernels();
 void register_norm_kernels();
+void register_norm_backward_kernels();
 void register_conv_kernels();
 void register_amp_kernels();
 void register_optim_step_kernels();

@@ -12,17 +12,6 @@
 namespace mixt::cuda {
 namespace {
 
-// The block's sum of the per-thread values `v`, in the fixed order, given to every thread.
-__device__ __forceinline__ double block_sum(double v) {
-  const reducers::Sum<double> r;
-  v = group_reduce(r, v, static_cast<int>(blockDim.x));
-  if (threadIdx.x == 0) shared_partials<double>()[0] = v;
-  __syncthreads();
-  v = shared_partials<double>()[0];
-  __syncthreads();
-  return v;
-}
-
 __device__ __forceinline__ void put_stat(void* stat, bool wide, int64_t r, double v) {
   if (wide) static_cast<double*>(stat)[r] = v;
   else static_cast<float*>(stat)[r] = static_cast<float>(v);

@@ -71,6 +71,18 @@ __device__ __forceinline__ typename R::acc_t group_reduce(const R& r, typename R
   return acc;
 }
 
+// The block's sum of the per-thread values `v` in the fixed tree order, given to every
+// thread. Every thread of the block must call it (it synchronizes and uses the partials).
+__device__ __forceinline__ double block_sum(double v) {
+  const reducers::Sum<double> r;
+  v = group_reduce(r, v, static_cast<int>(blockDim.x));
+  if (threadIdx.x == 0) shared_partials<double>()[0] = v;
+  __syncthreads();
+  v = shared_partials<double>()[0];
+  __syncthreads();
+  return v;
+}
+
 // The strided reduction: output o (of g.out_numel) folds load(base + offsets) over the
 // reduced positions of chunk blockIdx.y; the result goes to store(o, acc), or to
 // partials[o * splits + chunk] when the plan has chunks (then reduce_partials_kernel

@@ -57,7 +57,8 @@ struct ScanArgs {
 // share the dtype, floating).
 struct SoftmaxArgs {
   int64_t outer = 1, n = 1, inner = 1;
-  const void* in = nullptr;
+  const void* in = nullptr;    // the backward kernels: the forward's output y
+  const void* grad = nullptr;  // the backward kernels: the gradient of y (y's shape and dtype)
   void* out = nullptr;
   ScalarType dtype = ScalarType::Float32;
   bool log = false;
@@ -85,5 +86,30 @@ cudaError_t launch_reduce(const ReduceArgs& args, cudaStream_t stream);
 cudaError_t launch_scan(const ScanArgs& args, cudaStream_t stream);
 cudaError_t launch_softmax(const SoftmaxArgs& args, cudaStream_t stream);
 cudaError_t launch_norm(const NormArgs& args, cudaStream_t stream);
+
+// layer_norm_backward (layer = true) / rms_norm_backward over contiguous [rows, cols] g
+// and x (Note [Fused backward ops]): mean (layer only) and rstd [rows] in stat_dtype;
+// weight contiguous float64 [cols] or null. Writes gx ([rows, cols] in dtype) when not
+// null, and the column sums gw and gb ([cols] in stat_dtype) when not null through
+// `partials` (2 * column_chunks(rows).chunks * cols doubles, needed when gw or gb is set).
+struct NormBackwardArgs {
+  int64_t rows = 0, cols = 0;
+  const void* g = nullptr;
+  const void* x = nullptr;
+  const void* mean = nullptr;
+  const void* rstd = nullptr;
+  const double* weight = nullptr;
+  void* gx = nullptr;
+  void* gw = nullptr;
+  void* gb = nullptr;
+  double* partials = nullptr;
+  ScalarType dtype = ScalarType::Float32;
+  ScalarType stat_dtype = ScalarType::Float32;
+  bool layer = true;
+};
+
+// softmax_backward / log_softmax_backward (args.log): out = the gradient of the input.
+cudaError_t launch_softmax_backward(const SoftmaxArgs& args, cudaStream_t stream);
+cudaError_t launch_norm_backward(const NormBackwardArgs& args, cudaStream_t stream);
 
 }  // namespace mixt::cuda

@@ -22,6 +22,7 @@ void register_cuda_kernels() {
   cuda::register_scan_kernels();
   cuda::register_softmax_kernels();
   cuda::register_norm_kernels();
+  cuda::register_norm_backward_kernels();
   cuda::register_compare_kernels();
   cuda::register_ternary_kernels();
   set_allocator(DeviceType::CUDA, cuda::cuda_allocator());

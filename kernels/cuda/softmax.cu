@@ -7,6 +7,9 @@
 //   [Deterministic reductions]); the max is exact, the double sum differs from the CPU's
 //   sequential one only in its last bits.
 // - Rows along an outer dim: one thread per line, in the CPU's order (its bits).
+// The backward kernels (Note [Fused backward ops]) have the same two shapes: the line's
+// sum (of g * y, or of g) in double, then backward_math's formula, rounded once.
+#include <mixt/kernels/common/backward_math.h>
 #include <mixt/kernels/common/reducers.h>
 #include <mixt/kernels/cuda/loops.cuh>
 #include <mixt/kernels/cuda/reduce.cuh>
@@ -118,6 +121,71 @@ cudaError_t launch_typed(const SoftmaxArgs& a, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+// ---- backward (Note [Fused backward ops]) ----
+// The gradient of one element from the line's sum k (of g * y, or of g for log_softmax).
+template <bool Log, class M>
+__device__ __forceinline__ M softmax_grad_value(M g, M y, M k) {
+  if constexpr (Log) return backward_math::log_softmax_grad<M>(g, exp_m(y), k);
+  else return backward_math::softmax_grad<M>(y, g, k);
+}
+
+// One term of the line's sum, in double (as the CPU's softmax_backward_line).
+template <bool Log, class M>
+__device__ __forceinline__ double softmax_grad_term(M g, M y) {
+  return Log ? static_cast<double>(g) : static_cast<double>(g) * static_cast<double>(y);
+}
+
+// One block per row of n contiguous values: the sum folded in the fixed tree order.
+template <bool Log, class T>
+__global__ void softmax_backward_rows_kernel(SoftmaxArgs a) {
+  using M = opmath_t<T>;
+  const T* ys = static_cast<const T*>(a.in);
+  const T* gs = static_cast<const T*>(a.grad);
+  T* out = static_cast<T*>(a.out);
+  const int threads = static_cast<int>(blockDim.x), lane = static_cast<int>(threadIdx.x);
+  for (int64_t r = blockIdx.x; r < a.outer; r += gridDim.x) {
+    const T *y = ys + r * a.n, *g = gs + r * a.n;
+    double s = 0;
+    for (int64_t j = lane; j < a.n; j += threads)
+      s += softmax_grad_term<Log, M>(load_opmath<T>(reinterpret_cast<const char*>(g + j)),
+                                     load_opmath<T>(reinterpret_cast<const char*>(y + j)));
+    const M k = static_cast<M>(block_sum(s));
+    for (int64_t j = lane; j < a.n; j += threads)
+      out[r * a.n + j] = store_as<T>(softmax_grad_value<Log, M>(load_opmath<T>(reinterpret_cast<const char*>(g + j)),
+                                                                load_opmath<T>(reinterpret_cast<const char*>(y + j)), k));
+  }
+}
+
+// One thread per line of n values at stride `inner`, in the CPU's order (its bits).
+template <bool Log, class T>
+__global__ void softmax_backward_lines_kernel(SoftmaxArgs a) {
+  using M = opmath_t<T>;
+  const T* ys = static_cast<const T*>(a.in);
+  const T* gs = static_cast<const T*>(a.grad);
+  T* out = static_cast<T*>(a.out);
+  const int64_t lines = a.outer * a.inner;
+  for (int64_t q = grid_start(); q < lines; q += grid_step()) {
+    const int64_t off = div_nonneg(q, a.inner) * a.n * a.inner + q % a.inner;
+    auto at = [&](const T* p, int64_t j) { return load_opmath<T>(reinterpret_cast<const char*>(p + off + j * a.inner)); };
+    double s = 0;
+    for (int64_t j = 0; j < a.n; ++j) s += softmax_grad_term<Log, M>(at(gs, j), at(ys, j));
+    const M k = static_cast<M>(s);
+    for (int64_t j = 0; j < a.n; ++j) out[off + j * a.inner] = store_as<T>(softmax_grad_value<Log, M>(at(gs, j), at(ys, j), k));
+  }
+}
+
+template <bool Log, class T>
+cudaError_t launch_backward_typed(const SoftmaxArgs& a, cudaStream_t s) {
+  if (a.inner == 1) {
+    const int threads = row_block_threads(a.n);
+    const unsigned blocks = static_cast<unsigned>(a.outer < kMaxBlocks ? a.outer : kMaxBlocks);
+    softmax_backward_rows_kernel<Log, T><<<blocks, threads, static_cast<size_t>(threads * kRowPartialBytes), s>>>(a);
+  } else {
+    softmax_backward_lines_kernel<Log, T><<<blocks_for(a.outer * a.inner), kBlockThreads, 0, s>>>(a);
+  }
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t launch_softmax(const SoftmaxArgs& args, cudaStream_t stream) {
@@ -125,6 +193,14 @@ cudaError_t launch_softmax(const SoftmaxArgs& args, cudaStream_t stream) {
   return visit_dtype<dtypes::kFloating>(args.dtype, args.log ? "log_softmax" : "softmax", [&](auto tag) {
     using T = typename decltype(tag)::type;
     return args.log ? launch_typed<true, T>(args, stream) : launch_typed<false, T>(args, stream);
+  });
+}
+
+cudaError_t launch_softmax_backward(const SoftmaxArgs& args, cudaStream_t stream) {
+  if (args.outer * args.inner == 0 || args.n == 0) return cudaSuccess;
+  return visit_dtype<dtypes::kFloating>(args.dtype, args.log ? "log_softmax_backward" : "softmax_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return args.log ? launch_backward_typed<true, T>(args, stream) : launch_backward_typed<false, T>(args, stream);
   });
 }
 

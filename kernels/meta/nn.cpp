@@ -30,6 +30,20 @@ void rms_norm(const OpCall& c, OutputMeta* out) {
   out[1] = {stats, accumulate_type(dt)};
 }
 
+void softmax_backward(const OpCall& c, OutputMeta* out) {
+  check_softmax_backward(c);
+  out[0] = {c.in[1].sizes(), c.in[1].dtype()};
+}
+
+void norm_backward(const OpCall& c, OutputMeta* out) {
+  const NormBackwardPlan p = plan_norm_backward(c);
+  const Shape& normalized = c.attrs.get<attrs::NormBackward>().normalized_shape;
+  const Tensor& x = c.in[1];
+  out[0] = {x.sizes(), p.input_grad ? x.dtype() : ScalarType::Undefined};
+  out[1] = {normalized, p.weight_grad ? p.stat_dtype : ScalarType::Undefined};
+  if (p.layer) out[2] = {normalized, p.bias_grad ? p.stat_dtype : ScalarType::Undefined};
+}
+
 namespace {
 // The window attributes (kernel, stride, padding, dilation), checked to be 1- or 2-D.
 template <class A>

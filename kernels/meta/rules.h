@@ -71,6 +71,8 @@ void scaled_mm(const OpCall&, OutputMeta*);  // the result in out_dtype; amax (f
 void softmax(const OpCall&, OutputMeta*);  // softmax, log_softmax
 void layer_norm(const OpCall&, OutputMeta*);
 void rms_norm(const OpCall&, OutputMeta*);
+void softmax_backward(const OpCall&, OutputMeta*);  // softmax_backward, log_softmax_backward
+void norm_backward(const OpCall&, OutputMeta*);     // layer_norm_backward, rms_norm_backward
 void im2col(const OpCall&, OutputMeta*);
 void col2im(const OpCall&, OutputMeta*);
 

@@ -1,7 +1,7 @@
-// Backward formulas of the nn kernels: softmax, log_softmax, layer_norm, rms_norm,
-// im2col and col2im. They compute in the accumulate type (float32 for narrow
-// floats); the node casts each gradient back to its input's dtype. The composite
-// nn ops (losses, batch/group norm, attention, convolutions) need none.
+// Backward formulas of the nn kernels: softmax, log_softmax, layer_norm and rms_norm
+// call their fused backward ops; im2col and col2im are each other's adjoint. The node
+// casts each gradient back to its input's dtype. The composite nn ops (losses,
+// batch/group norm, attention, convolutions) need none.
 #include <mixt/runtime/autograd/derivatives.h>
 #include <mixt/runtime/error.h>
 #include <mixt/runtime/ops/nn.h>
@@ -11,72 +11,38 @@ namespace {
 
 constexpr uint32_t out2 = 1u << 2;
 
-// `t` in the accumulate type of its dtype (float32 for the narrow floats).
-Tensor acc(const Tensor& t) { return t.to(accumulate_type(t.dtype())); }
+// ---- softmax, log_softmax, layer_norm, rms_norm: the fused backward ops ----
+// (Note [Fused backward ops]). The gradient reaching y is taken in y's dtype.
+namespace F = nn::functional;
 
-// ---- softmax ----
 Grads softmax_bw(const BackwardContext& c, const Grads& g) {
-  const Tensor y = acc(c.output(0)), gy = acc(g[0]);
-  const Shape dim{c.attrs().get<attrs::Dim>().dim};
-  return {mul(y, sub(gy, sum(mul(gy, y), dim, /*keepdim=*/true)))};
+  const Tensor y = c.output(0);
+  return {F::softmax_backward(g[0].to(y.dtype()), y, c.attrs().get<attrs::Dim>().dim)};
 }
 
 Grads log_softmax_bw(const BackwardContext& c, const Grads& g) {
-  const Tensor y = acc(c.output(0)), gy = acc(g[0]);
-  return {sub(gy, mul(exp(y), sum(gy, Shape{c.attrs().get<attrs::Dim>().dim}, /*keepdim=*/true)))};
+  const Tensor y = c.output(0);
+  return {F::log_softmax_backward(g[0].to(y.dtype()), y, c.attrs().get<attrs::Dim>().dim)};
 }
 
-// ---- layer_norm / rms_norm ----
-// The dims of a normalization: the normalized trailing ones and the leading ones.
-struct NormDims {
-  Shape norm, lead, stat_view;  // stat_view: the statistics' shape with the normalized dims kept as 1
-};
-
-NormDims norm_dims(const BackwardContext& c) {
-  const Shape& x = c.input_meta(0).sizes;
-  const Shape& normalized = c.op() == OpId::rms_norm ? c.attrs().get<attrs::RmsNorm>().normalized_shape
-                                                     : c.attrs().get<attrs::LayerNorm>().normalized_shape;
-  const int k = normalized.size(), n = x.size();
-  NormDims d;
-  for (int i = 0; i < n; ++i) {
-    (i < n - k ? d.lead : d.norm).push_back(i);
-    d.stat_view.push_back(i < n - k ? x[i] : 1);
-  }
-  return d;
-}
-
-// Sum over the leading dims (the weight and bias gradients), or `t` itself when there are none.
-Tensor sum_lead(const Tensor& t, const NormDims& d) { return d.lead.empty() ? t : sum(t, d.lead); }
-
-// Gradients of x, weight and (for layer_norm) bias from xhat, the statistic rstd and the output gradient.
-// `centered`: layer_norm also subtracts the mean of the incoming gradient.
-Grads norm_grads(const BackwardContext& c, const Tensor& xhat, const Tensor& rstd, const Tensor& gy, const NormDims& d,
-                 bool centered) {
-  Grads out(c.op() == OpId::layer_norm ? 3 : 2);
-  const Tensor w = c.input(1);
-  if (c.needs_grad(0)) {
-    const Tensor gxhat = w.defined() ? mul(gy, acc(w)) : gy;
-    Tensor inner = sub(gxhat, mul(xhat, mean(mul(gxhat, xhat), d.norm, /*keepdim=*/true)));
-    if (centered) inner = sub(inner, mean(gxhat, d.norm, /*keepdim=*/true));
-    out[0] = mul(rstd, inner);
-  }
-  if (w.defined() && c.needs_grad(1)) out[1] = sum_lead(mul(gy, xhat), d);
-  if (out.size() > 2 && c.input(2).defined() && c.needs_grad(2)) out[2] = sum_lead(gy, d);
-  return out;
+// The gradients a normalization node needs: its inputs are x, weight? and (layer_norm) bias?.
+F::NormGradsWanted wanted_grads(const BackwardContext& c) {
+  const bool has_bias = c.op() == OpId::layer_norm && c.num_inputs() > 2 && c.input(2).defined();
+  return {c.needs_grad(0), c.input(1).defined() && c.needs_grad(1), has_bias && c.needs_grad(2)};
 }
 
 Grads layer_norm_bw(const BackwardContext& c, const Grads& g) {
-  const NormDims d = norm_dims(c);
-  const Tensor mu = reshape(c.output(1), d.stat_view), rstd = reshape(c.output(2), d.stat_view);
-  const Tensor xhat = mul(sub(c.input(0).to(rstd.dtype()), mu), rstd);
-  return norm_grads(c, xhat, rstd, g[0].to(rstd.dtype()), d, /*centered=*/true);
+  const Tensor x = c.input(0);
+  const F::NormGrads r = F::layer_norm_backward(g[0].to(x.dtype()), x, c.attrs().get<attrs::LayerNorm>().normalized_shape,
+                                                c.output(1), c.output(2), c.input(1), wanted_grads(c));
+  return {r.input, r.weight, r.bias};
 }
 
 Grads rms_norm_bw(const BackwardContext& c, const Grads& g) {
-  const NormDims d = norm_dims(c);
-  const Tensor rstd = reshape(c.output(1), d.stat_view);
-  const Tensor xhat = mul(c.input(0).to(rstd.dtype()), rstd);
-  return norm_grads(c, xhat, rstd, g[0].to(rstd.dtype()), d, /*centered=*/false);
+  const Tensor x = c.input(0);
+  const F::NormGrads r = F::rms_norm_backward(g[0].to(x.dtype()), x, c.attrs().get<attrs::RmsNorm>().normalized_shape,
+                                              c.output(1), c.input(1), wanted_grads(c));
+  return {r.input, r.weight};
 }
 
 // ---- im2col / col2im: each is the other's adjoint ----

@@ -118,6 +118,34 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
   return call_op(c);
 }
 
+Tensor softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim) {
+  OpCall c = make_call(OpId::softmax_backward, {grad_output, output});
+  c.attrs.get<attrs::Dim>().dim = dim;
+  return call_op(c);
+}
+
+Tensor log_softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim) {
+  OpCall c = make_call(OpId::log_softmax_backward, {grad_output, output});
+  c.attrs.get<attrs::Dim>().dim = dim;
+  return call_op(c);
+}
+
+NormGrads layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Shape& normalized_shape,
+                              const Tensor& mean, const Tensor& rstd, const Tensor& weight, NormGradsWanted wanted) {
+  OpCall c = make_call(OpId::layer_norm_backward, {grad_y, x, mean, rstd}, {weight});
+  c.attrs.get<attrs::NormBackward>() = {normalized_shape, wanted.input, wanted.weight, wanted.bias};
+  dispatch(c);
+  return {std::move(c.out[0]), std::move(c.out[1]), std::move(c.out[2])};
+}
+
+NormGrads rms_norm_backward(const Tensor& grad_y, const Tensor& x, const Shape& normalized_shape, const Tensor& rstd,
+                            const Tensor& weight, NormGradsWanted wanted) {
+  OpCall c = make_call(OpId::rms_norm_backward, {grad_y, x, rstd}, {weight});
+  c.attrs.get<attrs::NormBackward>() = {normalized_shape, wanted.input, wanted.weight, false};
+  dispatch(c);
+  return {std::move(c.out[0]), std::move(c.out[1]), Tensor()};
+}
+
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
   OpCall c = make_call(OpId::group_norm, {x}, {weight, bias});
   c.attrs.get<attrs::GroupNorm>() = {num_groups, eps};

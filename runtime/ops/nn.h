@@ -48,6 +48,26 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 // x * rsqrt(mean(x^2) + eps) * weight over the trailing `normalized_shape` dims.
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                 std::optional<double> eps = std::nullopt);
+// The fused backward kernels autograd runs for softmax, log_softmax, layer_norm and
+// rms_norm (Note [Fused backward ops]); not differentiable. `output` is the forward's
+// result; the gradient comes back in its dtype.
+Tensor softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim);
+Tensor log_softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim);
+// The gradients of a normalization: input in x's dtype, weight and bias in x's
+// accumulate type (float32, float64 for float64); each is undefined unless asked for.
+struct NormGrads {
+  Tensor input, weight, bias;
+};
+struct NormGradsWanted {
+  bool input = true, weight = true, bias = true;
+};
+// mean and rstd: layer_norm's statistics outputs (x's leading dims, accumulate type).
+NormGrads layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Shape& normalized_shape,
+                              const Tensor& mean, const Tensor& rstd, const Tensor& weight = Tensor(),
+                              NormGradsWanted wanted = {});
+// rstd: rms_norm's statistics output; `wanted.bias` is ignored (rms_norm has no bias).
+NormGrads rms_norm_backward(const Tensor& grad_y, const Tensor& x, const Shape& normalized_shape, const Tensor& rstd,
+                            const Tensor& weight = Tensor(), NormGradsWanted wanted = {});
 // Normalizes groups of channels of x [N, C, ...].
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);

@@ -119,6 +119,126 @@ void add_norm_cases(Builder& b) {
             {0.5, 9, 9});
 }
 
+// ---- the fused backward ops (Note [Fused backward ops]) ----
+
+const OutRule kAccumulateOut = [](ScalarType dt) { return accumulate_type(dt); };
+
+void add_softmax_backward_cases(Builder& b) {
+  // y * (g - k) with k = sum(g y) in double rounded to the compute type (at |k| <= 5), then the
+  // difference and the product: three roundings at |y| (|g| + |k|) <= 6.
+  b.add("softmax_backward", OpId::softmax_backward, F, F, inputs({{{3, 5}, -1, 1}, {{3, 5}, 0, 1}}),
+        run([](const Ins& in) { return nnf::softmax_backward(in[0], in[1], 1); }))
+      .with([](const Refs& in, ScalarType) { return ref::softmax_backward(in[0], in[1], 1, false); }, {0.5, 3, 6});
+  // Along an outer dim (the one-thread-per-line path on CUDA): |k| <= 3.
+  b.add("softmax_backward/dim0_3d", OpId::softmax_backward, F, F, inputs({{{3, 2, 4}, -1, 1}, {{3, 2, 4}, 0, 1}}),
+        run([](const Ins& in) { return nnf::softmax_backward(in[0], in[1], 0); }))
+      .with([](const Refs& in, ScalarType) { return ref::softmax_backward(in[0], in[1], 0, false); }, {0.5, 3, 4});
+  // g - exp(y) k with y <= 0 and k = sum(g) (|k| <= 5): k, exp (one libm ulp), the product and
+  // the difference: four roundings at |g| + |k| <= 6.
+  b.add("log_softmax_backward", OpId::log_softmax_backward, F, F, inputs({{{3, 5}, -1, 1}, {{3, 5}, -3, 0}}),
+        run([](const Ins& in) { return nnf::log_softmax_backward(in[0], in[1], -1); }))
+      .with([](const Refs& in, ScalarType) { return ref::softmax_backward(in[0], in[1], -1, true); }, {0.5, 4, 6});
+  b.add("log_softmax_backward/dim1_3d", OpId::log_softmax_backward, F, F, inputs({{{2, 4, 3}, -1, 1}, {{2, 4, 3}, -3, 0}}),
+        run([](const Ins& in) { return nnf::log_softmax_backward(in[0], in[1], 1); }))
+      .with([](const Refs& in, ScalarType) { return ref::softmax_backward(in[0], in[1], 1, true); }, {0.5, 4, 5});
+}
+
+constexpr double kNormEps = 1e-5;
+
+// grad_y and x (data in dt) over `normalized` trailing dims, the statistics of x as layer_norm
+// (or rms_norm) stores them (computed here in double from x's stored values, rounded to dt's
+// accumulate type), then the weight (data) when `weight`.
+std::function<CaseInputs(ScalarType)> norm_backward_inputs(Shape x_shape, int k, bool rms, bool weight) {
+  return [=](ScalarType dt) {
+    CaseInputs ci;
+    ci.data = 3;
+    ci.in.push_back(data(dt, x_shape, -1, 1, 40));
+    const Tensor x = data(dt, x_shape, -2, 2, 41);
+    ci.in.push_back(x);
+    Shape stats, normalized;
+    for (int d = 0; d < x_shape.size(); ++d) (d < x_shape.size() - k ? stats : normalized).push_back(x_shape[d]);
+    const int64_t cols = normalized.numel(), rows = stats.numel();
+    const std::vector<double> xv = x.to(kFloat64).to_vector<double>();
+    std::vector<double> mean(static_cast<size_t>(rows)), rstd(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      double m = 0, v = 0;
+      for (int64_t j = 0; j < cols && !rms; ++j) m += xv[static_cast<size_t>(r * cols + j)] / static_cast<double>(cols);
+      for (int64_t j = 0; j < cols; ++j) {
+        const double d = xv[static_cast<size_t>(r * cols + j)] - m;
+        v += d * d / static_cast<double>(cols);
+      }
+      mean[static_cast<size_t>(r)] = m;
+      rstd[static_cast<size_t>(r)] = 1 / std::sqrt(v + kNormEps);
+    }
+    const ScalarType st = accumulate_type(dt);
+    if (!rms) ci.in.push_back(from_vector(mean, stats).to(st));
+    ci.in.push_back(from_vector(rstd, stats).to(st));
+    if (weight) {
+      ci.data |= 1u << ci.in.size();
+      ci.in.push_back(data(dt, normalized, 0.5, 1.5, 44));
+    }
+    return ci;
+  };
+}
+
+void add_norm_backward_cases(Builder& b) {
+  // grad_x = rstd (gw - xhat mean(gw xhat) - mean(gw)) in double from statistics stored in float32
+  // (float64 for float64): their rounding moves the result by a few float32 ulps of the terms
+  // rstd |gw| + rstd |xhat| |mean(gw xhat)| <= 2 * (1.5 + 5 * 7.5) ~ 80; |xhat| <= 5 (|x - mean| <= 3,
+  // rstd <= 1.6 for these inputs).
+  const Tolerance input_tol{0.5, 6, 80};
+  // The column sums in double, rounded to the accumulate type (half an ulp of it); the statistics'
+  // rounding moves each of the `rows` terms |g xhat| <= 5 by a float32 ulp or two.
+  auto column_tol = [](double rows) { return Tolerance{0.5, 3, 5 * rows}; };
+  using NG = nnf::NormGradsWanted;
+  auto layer = [](int which, const Shape& normalized, bool weight) {
+    return [=](const Ins& in) {
+      const nnf::NormGrads r = nnf::layer_norm_backward(in[0], in[1], normalized, in[2], in[3],
+                                                        weight ? in[4] : Tensor(), NG{which == 0, which == 1, which == 2});
+      return which == 0 ? r.input : which == 1 ? r.weight : r.bias;
+    };
+  };
+  auto rms = [](int which, const Shape& normalized, bool weight) {
+    return [=](const Ins& in) {
+      const nnf::NormGrads r =
+          nnf::rms_norm_backward(in[0], in[1], normalized, in[2], weight ? in[3] : Tensor(), NG{which == 0, which == 1});
+      return which == 0 ? r.input : r.weight;
+    };
+  };
+  // The reference of output `which`; the weight and bias gradients have the normalized shape.
+  auto norm_ref = [](ref::Sizes normalized, bool rms_norm, bool weight, int which) {
+    return [=](const Refs& in, ScalarType) {
+      int64_t cols = 1;
+      for (int64_t s : normalized) cols *= s;
+      const ref::Ref r = ref::norm_backward(in[0], in[1], cols, weight ? in[rms_norm ? 3 : 4].v : ref::Vec{},
+                                            kNormEps, rms_norm, which);
+      return which == 0 ? r : ref::reshape(r, normalized);
+    };
+  };
+  b.add("layer_norm_backward", OpId::layer_norm_backward, F, F, norm_backward_inputs({2, 3, 4}, 2, false, true),
+        run(layer(0, {3, 4}, true)))
+      .with(norm_ref({3, 4}, false, true, 0), input_tol);
+  b.add("layer_norm_backward/plain", OpId::layer_norm_backward, F, F, norm_backward_inputs({3, 5}, 1, false, false),
+        run(layer(0, {5}, false)))
+      .with(norm_ref({5}, false, false, 0), input_tol);
+  b.add("layer_norm_backward/weight", OpId::layer_norm_backward, F, F, norm_backward_inputs({2, 3, 4}, 2, false, true),
+        run(layer(1, {3, 4}, true)), kAccumulateOut)
+      .with(norm_ref({3, 4}, false, true, 1), column_tol(2));
+  b.add("layer_norm_backward/bias", OpId::layer_norm_backward, F, F, norm_backward_inputs({2, 3, 4}, 2, false, true),
+        run(layer(2, {3, 4}, true)), kAccumulateOut)
+      .with(norm_ref({3, 4}, false, true, 2), {0.5, 0});
+  // 70 rows: three chunks of the column sums' plan (backward_math::column_chunks).
+  b.add("layer_norm_backward/weight_chunks", OpId::layer_norm_backward, F, F,
+        norm_backward_inputs({70, 3}, 1, false, false), run(layer(1, {3}, false)), kAccumulateOut)
+      .with(norm_ref({3}, false, false, 1), column_tol(70));
+  b.add("rms_norm_backward", OpId::rms_norm_backward, F, F, norm_backward_inputs({3, 5}, 1, true, true),
+        run(rms(0, {5}, true)))
+      .with(norm_ref({5}, true, true, 0), input_tol);
+  b.add("rms_norm_backward/weight", OpId::rms_norm_backward, F, F, norm_backward_inputs({2, 2, 3}, 2, true, true),
+        run(rms(1, {2, 3}, true)), kAccumulateOut)
+      .with(norm_ref({2, 3}, true, true, 1), column_tol(2));
+}
+
 // Every element is 0 or 1 / (1 - p) and about a fraction p is 0 (for an input of ones).
 std::function<void(const Tensor&, ScalarType)> dropout_check(double p) {
   return [p](const Tensor& r, ScalarType dt) {
@@ -363,6 +483,8 @@ void add_conv_cases(Builder& b) {
 void add_nn_cases(Builder& b) {
   add_softmax_cases(b);
   add_norm_cases(b);
+  add_softmax_backward_cases(b);
+  add_norm_backward_cases(b);
   add_dropout_cases(b);
   add_class_loss_cases(b);
   add_pair_loss_cases(b);

@@ -21,17 +21,25 @@ int64_t tail_numel(const Sizes& s, size_t from) {
   return n;
 }
 
+// Sizes seen as [outer, n, inner] around `dim`.
+struct Lines {
+  int64_t outer, n, inner;
+};
+Lines lines_along(const Sizes& s, int64_t dim) {
+  const int d = wrap_dim(dim, static_cast<int64_t>(s.size()));
+  Lines l{1, s.empty() ? 1 : s[at(d)], 1};
+  for (int i = 0; i < d; ++i) l.outer *= s[at(i)];
+  for (size_t i = at(d) + 1; i < s.size(); ++i) l.inner *= s[i];
+  return l;
+}
+
 }  // namespace
 
 // ---- softmax and normalization ----
 
 Ref softmax(const Ref& x, int64_t dim, bool log) {
   const Sizes& s = x.sizes;
-  const int d = wrap_dim(dim, static_cast<int64_t>(s.size()));
-  int64_t outer = 1, inner = 1;
-  for (int i = 0; i < d; ++i) outer *= s[at(i)];
-  for (size_t i = at(d) + 1; i < s.size(); ++i) inner *= s[i];
-  const int64_t n = s.empty() ? 1 : s[at(d)];
+  const auto [outer, n, inner] = lines_along(s, dim);
   Ref y{s, Vec(x.v.size())};
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
@@ -65,6 +73,58 @@ Vec norm_rows(const Vec& x, int64_t cols, double eps, const Vec& w, const Vec& b
     }
   }
   return y;
+}
+
+Ref softmax_backward(const Ref& g, const Ref& y, int64_t dim, bool log) {
+  const Sizes& s = y.sizes;
+  const auto [outer, n, inner] = lines_along(s, dim);
+  Ref gx{s, Vec(y.v.size())};
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < inner; ++k) {
+      auto pos = [&](int64_t j) { return at((o * n + j) * inner + k); };
+      for (int64_t i = 0; i < n; ++i) {
+        double acc = 0;  // sum over j of g_j * d y_j / d x_i
+        for (int64_t j = 0; j < n; ++j) {
+          const double delta = i == j ? 1.0 : 0.0;
+          const double jac = log ? delta - std::exp(y.v[pos(i)]) : y.v[pos(j)] * (delta - y.v[pos(i)]);
+          acc += g.v[pos(j)] * jac;
+        }
+        gx.v[pos(i)] = acc;
+      }
+    }
+  return gx;
+}
+
+Ref norm_backward(const Ref& g, const Ref& x, int64_t cols, const Vec& w, double eps, bool rms, int which) {
+  const size_t rows = x.v.size() / at(cols);
+  const double n = static_cast<double>(cols);
+  Ref out = which == 0 ? Ref{x.sizes, Vec(x.v.size())} : Ref{{cols}, Vec(at(cols), 0.0)};
+  for (size_t r = 0; r < rows; ++r) {
+    const double* row = &x.v[r * at(cols)];
+    const double* gr = &g.v[r * at(cols)];
+    double m = 0, v = 0;
+    if (!rms) {
+      for (int64_t j = 0; j < cols; ++j) m += row[j];
+      m /= n;
+    }
+    for (int64_t j = 0; j < cols; ++j) v += (row[j] - m) * (row[j] - m);
+    v /= n;
+    const double rs = 1 / std::sqrt(v + eps);
+    auto xhat = [&](int64_t j) { return (row[j] - m) * rs; };
+    for (int64_t i = 0; i < cols; ++i) {
+      if (which == 1) out.v[at(i)] += gr[i] * xhat(i);
+      if (which == 2) out.v[at(i)] += gr[i];
+      if (which != 0) continue;
+      double acc = 0;  // sum over j of g_j w_j d xhat_j / d x_i
+      for (int64_t j = 0; j < cols; ++j) {
+        const double delta = i == j ? 1.0 : 0.0;
+        const double jac = rs * (delta - (rms ? 0.0 : 1 / n) - xhat(i) * xhat(j) / n);
+        acc += gr[j] * (w.empty() ? 1.0 : w[at(j)]) * jac;
+      }
+      out.v[r * at(cols) + at(i)] = acc;
+    }
+  }
+  return out;
 }
 
 Ref layer_norm(const Ref& x, int64_t normalized, const Vec& w, const Vec& b, double eps) {

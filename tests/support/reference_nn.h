@@ -18,6 +18,15 @@ Vec norm_rows(const Vec& x, int64_t cols, double eps, const Vec& w, const Vec& b
 // layer_norm / rms_norm over the trailing `normalized` elements of x.
 Ref layer_norm(const Ref& x, int64_t normalized, const Vec& w, const Vec& b, double eps);
 Ref rms_norm(const Ref& x, int64_t normalized, const Vec& w, double eps);
+// The gradient of softmax (log_softmax with `log`) along `dim` from the output gradient g and the
+// output y: the vector-Jacobian product with the Jacobian written out element by element
+// (d y_j / d x_i = y_j (delta_ij - y_i); for log_softmax delta_ij - exp(y_i)).
+Ref softmax_backward(const Ref& g, const Ref& y, int64_t dim, bool log);
+// The gradients of layer_norm (rms_norm with `rms`) over rows of `cols` with eps, from the output
+// gradient g: which = 0 for x (through the Jacobian of xhat = (x - mean) / sqrt(var + eps),
+// written out element by element), 1 for the weight (sum over rows of g * xhat), 2 for the bias
+// (sum over rows of g). Empty w: none.
+Ref norm_backward(const Ref& g, const Ref& x, int64_t cols, const Vec& w, double eps, bool rms, int which);
 // group_norm of x [N, C, *]: statistics per (sample, group), then per-channel w and b.
 Ref group_norm(const Ref& x, int64_t groups, const Vec& w, const Vec& b, double eps);
 // batch_norm of x [N, C, *]: with `training`, the batch's mean and biased variance per

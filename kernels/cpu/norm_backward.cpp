@@ -1,0 +1,158 @@
+// The fused backward kernels of layer_norm and rms_norm on the CPU (Note [Fused backward
+// ops]). Per row, in double: xhat = (x - mean) * rstd (mean = 0 for rms_norm), gw = g *
+// weight, the row means of gw * xhat and of gw, then backward_math::norm_input_grad
+// rounded once to x's dtype. grad_weight (column sums of g * xhat) and grad_bias
+// (column sums of g) fold in backward_math's chunk plan, the CUDA kernel's order.
+#include <vector>
+
+#include <mixt/dispatcher/dispatch.h>
+#include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/backward_math.h>
+#include <mixt/kernels/common/convert.h>
+#include <mixt/kernels/common/host_copy.h>
+#include <mixt/kernels/common/op_checks.h>
+#include <mixt/kernels/cpu/loops.h>
+#include <mixt/kernels/cpu/register.h>
+#include <mixt/runtime/dtype_visit.h>
+
+namespace mixt::cpu {
+namespace {
+
+namespace bm = backward_math;
+
+// Row r's statistic (float32 or float64 storage) as a double.
+struct Stats {
+  const void* data = nullptr;
+  bool wide = false;
+  double operator[](int64_t r) const {
+    return wide ? static_cast<const double*>(data)[r] : static_cast<double>(static_cast<const float*>(data)[r]);
+  }
+};
+
+Stats stats_of(const Tensor& s) { return {s.data_ptr(), s.dtype() == kFloat64}; }
+
+// The inputs, contiguous; the weight in float64 (or undefined).
+struct NormInputs {
+  Tensor g, x, weight;
+  Stats mean, rstd;  // mean.data is null for rms_norm
+};
+
+NormInputs gather_inputs(const OpCall& c, const NormBackwardPlan& p, Tensor* keep_mean, Tensor* keep_rstd) {
+  NormInputs in;
+  in.g = host::contiguous(c.in[0], c);
+  in.x = host::contiguous(c.in[1], c);
+  if (p.layer) {
+    *keep_mean = host::contiguous(c.in[2], c);
+    in.mean = stats_of(*keep_mean);
+  }
+  *keep_rstd = host::contiguous(c.in[p.layer ? 3 : 2], c);
+  in.rstd = stats_of(*keep_rstd);
+  if (p.weight >= 0) in.weight = host::contiguous(host::converted(c.in[p.weight], kFloat64, c), c);
+  return in;
+}
+
+template <class T>
+void input_grad(const NormBackwardPlan& p, const NormInputs& in, const Tensor& gx) {
+  const T *g = in.g.data_ptr<T>(), *x = in.x.data_ptr<T>();
+  T* out = gx.data_ptr<T>();
+  const double* w = in.weight.defined() ? in.weight.data_ptr<double>() : nullptr;
+  const double n = static_cast<double>(p.cols);
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, p.cols));
+  parallel_for(p.rows, grain, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T *gr = g + r * p.cols, *xr = x + r * p.cols;
+      const double m = p.layer ? in.mean[r] : 0.0, rs = in.rstd[r];
+      double dot = 0, sum = 0;
+      for (int64_t j = 0; j < p.cols; ++j) {
+        const double gw = w ? static_cast<double>(gr[j]) * w[j] : static_cast<double>(gr[j]);
+        dot += gw * ((static_cast<double>(xr[j]) - m) * rs);
+        sum += gw;
+      }
+      const double dot_mean = dot / n, g_mean = p.layer ? sum / n : 0.0;
+      for (int64_t j = 0; j < p.cols; ++j) {
+        const double gw = w ? static_cast<double>(gr[j]) * w[j] : static_cast<double>(gr[j]);
+        const double xhat = (static_cast<double>(xr[j]) - m) * rs;
+        out[r * p.cols + j] = convert<T>(bm::norm_input_grad(gw, xhat, rs, dot_mean, g_mean));
+      }
+    }
+  });
+}
+
+// Stores the column sums `sums` [cols] into `t` (float32 or float64).
+void store_sums(const Tensor& t, const std::vector<double>& sums) {
+  if (t.dtype() == kFloat64)
+    std::copy(sums.begin(), sums.end(), t.data_ptr<double>());
+  else
+    for (size_t j = 0; j < sums.size(); ++j) t.data_ptr<float>()[j] = static_cast<float>(sums[j]);
+}
+
+// grad_weight (into gw, when defined) and grad_bias (into gb, when defined).
+template <class T>
+void column_grads(const NormBackwardPlan& p, const NormInputs& in, const Tensor& gw, const Tensor& gb) {
+  const bm::ColumnChunks plan = bm::column_chunks(p.rows);
+  const int64_t cols = p.cols;
+  const bool want_w = gw.defined(), want_b = gb.defined();
+  // Per chunk: cols sums of g * xhat, then cols sums of g.
+  std::vector<double> partial(static_cast<size_t>(plan.chunks * cols * 2), 0.0);
+  const T *g = in.g.data_ptr<T>(), *x = in.x.data_ptr<T>();
+  parallel_for(plan.chunks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t ch = b; ch < e; ++ch) {
+      double* pw = partial.data() + ch * cols * 2;
+      double* pb = pw + cols;
+      for (int64_t r = bm::chunk_first_row(plan, ch); r < bm::chunk_end_row(plan, ch, p.rows); ++r) {
+        const double m = p.layer ? in.mean[r] : 0.0, rs = in.rstd[r];
+        const T *gr = g + r * cols, *xr = x + r * cols;
+        for (int64_t j = 0; j < cols; ++j) {
+          const double gj = static_cast<double>(gr[j]);
+          if (want_w) pw[j] += gj * ((static_cast<double>(xr[j]) - m) * rs);
+          if (want_b) pb[j] += gj;
+        }
+      }
+    }
+  });
+  std::vector<double> sw(static_cast<size_t>(cols), 0.0), sb(static_cast<size_t>(cols), 0.0);
+  for (int64_t ch = 0; ch < plan.chunks; ++ch)
+    for (int64_t j = 0; j < cols; ++j) {
+      sw[j] += partial[ch * cols * 2 + j];
+      sb[j] += partial[ch * cols * 2 + cols + j];
+    }
+  if (want_w) store_sums(gw, sw);
+  if (want_b) store_sums(gb, sb);
+}
+
+void set_output(OpCall& c, size_t i, const Tensor& t) {
+  if (!t.defined()) return;
+  if (c.out[i].defined())
+    host::copy_into(c.out[i], t, c);
+  else
+    c.out[i] = t;
+}
+
+void norm_backward_kernel(OpCall& c, DispatchKeySet) {
+  const NormBackwardPlan p = plan_norm_backward(c);
+  MIXT_CHECK_OP(c.in[1].is_cpu(), c, "the CPU kernel got a tensor on {}", c.in[1].device());
+  Tensor mean, rstd;
+  const NormInputs in = gather_inputs(c, p, &mean, &rstd);
+  const Shape& normalized = c.attrs.get<attrs::NormBackward>().normalized_shape;
+  const Device dev = in.x.device();
+  const Tensor gx = p.input_grad ? make_empty(in.x.sizes(), in.x.dtype(), dev) : Tensor();
+  const Tensor gw = p.weight_grad ? make_empty(normalized, p.stat_dtype, dev) : Tensor();
+  const Tensor gb = p.bias_grad ? make_empty(normalized, p.stat_dtype, dev) : Tensor();
+  visit_dtype<dtypes::kFloating>(in.x.dtype(), op_name(c.op).data(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (gx.defined() && p.rows > 0 && p.cols > 0) input_grad<T>(p, in, gx);
+    if (gw.defined() || gb.defined()) column_grads<T>(p, in, gw, gb);
+  });
+  set_output(c, 0, gx);
+  set_output(c, 1, gw);
+  if (p.layer) set_output(c, 2, gb);
+}
+
+}  // namespace
+
+void register_norm_backward_kernels() {
+  register_kernel(OpId::layer_norm_backward, DispatchKey::CPU, norm_backward_kernel);
+  register_kernel(OpId::rms_norm_backward, DispatchKey::CPU, norm_backward_kernel);
+}
+
+}  // namespace mixt::cpu
