@@ -155,9 +155,14 @@ void linear_kernel(OpCall& c, DispatchKeySet) {
 
 std::atomic<int64_t> g_bgrad_gemms{0};
 
-// grad_weight = g^T @ x (p: a = g^T [out, rows], b = x [rows, in]) with the bias gradient,
-// the column sums of g, written by the same GEMM into a new [out] tensor (returned; undefined
-// when the epilogue cannot run and the caller must sum).
+// g2 [rows, out] as the row-major [out, rows] operand g^T: a transposed view, no copy.
+Tensor transposed(const Tensor& g2) {
+  return make_view(g2, {g2.size(1), g2.size(0)}, {g2.stride(1), g2.stride(0)}, g2.storage_offset());
+}
+
+// gw = g^T @ x (g2 [rows, out], x2 [rows, in]) with the bias gradient, the column sums of g,
+// written by the same GEMM into a new [out] tensor (returned; undefined, gw untouched, when the
+// epilogue cannot run and the caller must multiply and sum).
 //
 // Note [Linear backward's bias-gradient epilogue]: the row-major product gw [out, in] =
 // g^T [out, rows] @ x [rows, in] runs column-major as gw^T [in, out] = x^T [in, rows] @ g
@@ -166,25 +171,36 @@ std::atomic<int64_t> g_bgrad_gemms{0};
 // The bias gradient is sum_r g[r, o]: a sum over k of op(B)'s column o, one value per column
 // of D. That is CUBLASLT_EPILOGUE_BGRADB ("reduce B over k, one value per column of D");
 // BGRADA would sum x over the rows (one value per row of D: per input feature), which is not a
-// gradient of anything here. The layout is cuBLAS's (A: N, B: T) for a row-major contiguous g.
-Tensor weight_grad_with_bias(const OpCall& c, const MatmulPlan& p, Tensor& gw) {
-  if (p.in_dtype == kFloat64 || p.k == 0 || gw.numel() == 0) return {};  // no float64 BGRAD; nothing to reduce
+// gradient of anything here. A row-major g gives cuBLAS's layout A: N, B: T (op(B) = B^T); a g
+// in another layout (a transposed view, an expanded gradient) is tried as it is, then, if
+// cuBLASLt has no BGRADB algorithm for that layout, copied row-major and tried again.
+Tensor weight_grad_with_bias(const OpCall& c, const Tensor& g2, const Tensor& x2, ScalarType dtype, Tensor& gw) {
+  if (dtype == kFloat64 || g2.size(0) == 0 || gw.numel() == 0) return {};  // no float64 BGRAD; nothing to reduce
   const int device = gw.device().index();
   const char* op = op_name(c.op).data();
-  const MatrixOperand x = matrix_operand(p.a, c), y = matrix_operand(p.b, c);
-  GemmCall call;
-  call.key = product_key(x, y, gw, 1, p.n, p.k, p.m, p.in_dtype, compute_for(p.in_dtype));
-  call.key.epilogue = Epilogue::BGradB;
-  call.key.bias = p.out_dtype;
-  if (!has_algorithm(call.key, device, op)) return {};
-  Tensor bias = make_empty({p.n}, p.out_dtype, gw.device());  // fresh: 256-byte aligned, as the plan assumes
-  call.a = y.ptr;
-  call.b = x.ptr;
-  call.c = gw.data_ptr();
-  call.d = gw.data_ptr();
-  call.bias = bias.data_ptr();
-  run(call, device, op);
-  g_bgrad_gemms.fetch_add(1, std::memory_order_relaxed);
+  auto attempt = [&](const Tensor& g) -> Tensor {
+    const MatmulPlan p = plain_product(transposed(g), x2, dtype);
+    const MatrixOperand x = matrix_operand(p.a, c), y = matrix_operand(p.b, c);
+    GemmCall call;
+    call.key = product_key(x, y, gw, 1, p.n, p.k, p.m, dtype, compute_for(dtype));
+    call.key.epilogue = Epilogue::BGradB;
+    call.key.bias = dtype;
+    if (!has_algorithm(call.key, device, op)) return {};
+    Tensor bias = make_empty({p.n}, dtype, gw.device());  // fresh: 256-byte aligned, as the plan assumes
+    call.a = y.ptr;
+    call.b = x.ptr;
+    call.c = gw.data_ptr();
+    call.d = gw.data_ptr();
+    call.bias = bias.data_ptr();
+    run(call, device, op);
+    g_bgrad_gemms.fetch_add(1, std::memory_order_relaxed);
+    return bias;
+  };
+  // A g that matrix_operand would copy anyway (an expanded gradient) is copied row-major at once.
+  const bool fits = mixt::gemm::operand_layout(g2.size(1), g2.size(0), g2.stride(1), g2.stride(0)).fits;
+  const Tensor g = fits ? g2 : g2.contiguous();
+  Tensor bias = attempt(g);
+  if (!bias.defined() && !g.is_contiguous()) bias = attempt(g.contiguous());
   return bias;
 }
 
@@ -207,11 +223,9 @@ void linear_backward_kernel(OpCall& c, DispatchKeySet) {
   }
   if (lp.weight_grad) {
     const Tensor x2 = as_rows(c.in[1], lp.rows, lp.in);
-    const Tensor gt = make_view(g2, {lp.out, lp.rows}, {g2.stride(1), g2.stride(0)}, g2.storage_offset());
-    const MatmulPlan p = plain_product(gt, x2, lp.dtype);
-    Tensor gw = make_empty(p.out_shape, lp.dtype, g2.device());
-    if (lp.bias_grad) outs[2] = weight_grad_with_bias(c, p, gw);
-    if (!outs[2].defined()) run_product(c, p, gw);
+    Tensor gw = make_empty({lp.out, lp.in}, lp.dtype, g2.device());
+    if (lp.bias_grad) outs[2] = weight_grad_with_bias(c, g2, x2, lp.dtype, gw);
+    if (!outs[2].defined()) run_product(c, plain_product(transposed(g2), x2, lp.dtype), gw);
     outs[1] = gw;
   }
   if (lp.bias_grad && !outs[2].defined()) outs[2] = sum(g2, {0});
