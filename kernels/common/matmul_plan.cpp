@@ -61,8 +61,9 @@ LinearBackwardPlan plan_linear_backward(const OpCall& c) {
                 "{})",
                 w.size(0), x.dim() - 1, g.sizes(), x.sizes(), w.sizes());
   for (int d = 0; d + 1 < x.dim(); ++d)
-    MIXT_CHECK_OP(g.size(d) == x.size(d), c, "grad_output of shape {} and input of shape {} differ in dim {} ({} != {})",
-                  g.sizes(), x.sizes(), d, g.size(d), x.size(d));
+    MIXT_CHECK_OP(g.size(d) == x.size(d), c,
+                  "grad_output of shape {} and input of shape {} differ in dim {} ({} != {})", g.sizes(), x.sizes(), d,
+                  g.size(d), x.size(d));
   MIXT_CHECK_OP(g.dtype() == x.dtype() && x.dtype() == w.dtype(), c,
                 "expected grad_output, input and weight in one dtype, but got {}, {} and {}", g.dtype(), x.dtype(),
                 w.dtype());

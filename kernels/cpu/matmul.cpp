@@ -1,6 +1,6 @@
-// mm, bmm, addmm, baddbmm, linear and linear_backward on the CPU. float32/float64 go to OpenBLAS (strided operands are passed without a
-// copy when one of their strides is 1); bfloat16 goes to OpenBLAS's sbgemm on CPUs with AVX512-BF16 (Note [bfloat16
-// GEMM on the CPU]); float16, fp8 and bfloat16 elsewhere are widened to float32, multiplied with sgemm
+// mm, bmm, addmm, baddbmm, linear and linear_backward on the CPU. float32/float64 go to OpenBLAS (strided operands are
+// passed without a copy when one of their strides is 1); bfloat16 goes to OpenBLAS's sbgemm on CPUs with AVX512-BF16
+// (Note [bfloat16 GEMM on the CPU]); float16, fp8 and bfloat16 elsewhere are widened to float32, multiplied with sgemm
 // (f32 accumulation) and rounded once; integers use an int64-accumulating loop. Everything accumulates into a
 // contiguous buffer of the accumulate type that is then copied (and rounded) into the output. scaled_mm, the
 // float8 GEMM with scales, is the CPU reference of its CUDA kernel (Note [Scaled mm]).

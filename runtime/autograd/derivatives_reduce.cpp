@@ -221,8 +221,7 @@ Grads linear_bw(const BackwardContext& c, const Grads& g) {
   const Tensor x = c.input(0), w = c.input(1);
   const Tensor& go = G(g);
   const bool bias_needed = c.num_inputs() > 2 && c.needs_grad(2);
-  const bool fused_bias =
-      bias_needed && go.dtype() == x.dtype() && c.input_meta(2).sizes == Shape{w.size(0)};
+  const bool fused_bias = bias_needed && go.dtype() == x.dtype() && c.input_meta(2).sizes == Shape{w.size(0)};
   Grads out(3);
   if (c.needs_grad(0) || c.needs_grad(1) || fused_bias) {
     nn::functional::LinearGrads r =

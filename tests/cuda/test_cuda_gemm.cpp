@@ -1,12 +1,11 @@
 // The GEMM engine on a real GPU: mm, bmm, addmm, baddbmm and linear for float32 (also under
 // TF32), float64, float16 and bfloat16 (and float32 results from the narrow floats) with
 // every operand layout (row-major, transposed, offset and strided views, broadcast batches),
-// the bias/ReLU/GELU epilogues and GELU's aux output, linear_backward's BGRADB bias gradient, scaled_mm for every float8 pair, result
-// dtype, scale mode, bias and fast-accumulation flag, all against the CPU reference; the
-// refused float8 shapes; autotuning, the tuning file round trip, the plan cache's counters,
-// determinism and threads. The key, hash and file parser are tested on the host
-// (tests/cpu/test_gemm_plan.cpp). Own main (no Catch2): exits 77 (SKIP) only on a machine
-// without a GPU (gpu_skip.h).
+// the bias/ReLU/GELU epilogues and GELU's aux output, linear_backward's BGRADB bias gradient, scaled_mm for every
+// float8 pair, result dtype, scale mode, bias and fast-accumulation flag, all against the CPU reference; the refused
+// float8 shapes; autotuning, the tuning file round trip, the plan cache's counters, determinism and threads. The key,
+// hash and file parser are tested on the host (tests/cpu/test_gemm_plan.cpp). Own main (no Catch2): exits 77 (SKIP)
+// only on a machine without a GPU (gpu_skip.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -216,8 +215,7 @@ void linear_backward_group() {
       if (with_bias) expect_close(got.bias, want.bias, tol * 4, what + ": grad_bias");
       // float32/float16/bfloat16 write the bias gradient in the weight GEMM (cuBLASLt has BGRADB
       // for them on Hopper); float64 never does.
-      expect(fused == (with_bias && dt != kFloat64 ? 1 : 0),
-             what + ": BGRADB GEMMs run: " + std::to_string(fused));
+      expect(fused == (with_bias && dt != kFloat64 ? 1 : 0), what + ": BGRADB GEMMs run: " + std::to_string(fused));
     }
     // Only the bias gradient (a frozen weight): `sum`, no weight GEMM.
     const F::LinearGrads only_bias = F::linear_backward(gg, gx, gw, false, false, true);

@@ -617,11 +617,12 @@ void add_matmul_cases(Builder& b) {
             const fn::LinearGrads r = fn::linear_backward(in[0], in[1], in[2], which == 0, true, which == 2);
             return which == 0 ? r.input : which == 1 ? r.weight : r.bias;
           })
-        .with([which](const Refs& in, ScalarType) {
-                const ref::LinearGrads r = ref::linear_backward(in[0], in[1], in[2]);
-                return which == 0 ? r.input : which == 1 ? r.weight : r.bias;
-              },
-              tol);
+        .with(
+            [which](const Refs& in, ScalarType) {
+              const ref::LinearGrads r = ref::linear_backward(in[0], in[1], in[2]);
+              return which == 0 ? r.input : which == 1 ? r.weight : r.bias;
+            },
+            tol);
   };
   grads_case("linear_backward/input", 0, {0.5, 5, 20});
   grads_case("linear_backward/weight", 1, {0.5, 6, 24});
