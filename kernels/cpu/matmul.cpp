@@ -309,26 +309,27 @@ Tensor product_of(const OpCall& c, const Tensor& a, const Tensor& b, ScalarType 
   return out;
 }
 
-// The column sums of g [rows, cols] in the accumulate type T (float32 for the narrow floats,
-// float64, int64 for integers, wrapping), each column summed in row order whatever the
-// threads: deterministic. Returns a [cols] tensor of T.
-template <class T>
+// The column sums of g [rows, cols] (storage type In) in the accumulate type T (float32 for the
+// narrow floats, float64, int64 for integers, wrapping), read without a widened copy; each
+// column is summed in row order whatever the threads: deterministic. Returns a [cols] tensor of T.
+template <class In, class T>
 Tensor column_sums(const OpCall& c, const Tensor& g) {
-  const Tensor src = host::contiguous(host::converted(g, dtype_of<T>, c), c);
+  const Tensor src = host::contiguous(g, c);
   const int64_t rows = src.size(0), cols = src.size(1);
   Tensor acc = make_empty({cols}, dtype_of<T>, g.device());
-  const T* in = static_cast<const T*>(src.data_ptr());
+  const In* in = static_cast<const In*>(src.data_ptr());
   T* out = static_cast<T*>(acc.data_ptr());
   const int64_t grain = std::max<int64_t>(64, kWorkGrain / std::max<int64_t>(1, rows));
   parallel_for(cols, grain, [&](int64_t lo, int64_t hi) {
     std::fill(out + lo, out + hi, T(0));
     for (int64_t r = 0; r < rows; ++r) {
-      const T* row = in + r * cols;
+      const In* row = in + r * cols;
       for (int64_t j = lo; j < hi; ++j) {
+        const T v = static_cast<T>(static_cast<opmath_t<In>>(row[j]));
         if constexpr (std::is_same_v<T, int64_t>) {
-          out[j] = static_cast<int64_t>(static_cast<uint64_t>(out[j]) + static_cast<uint64_t>(row[j]));
+          out[j] = static_cast<int64_t>(static_cast<uint64_t>(out[j]) + static_cast<uint64_t>(v));
         } else {
-          out[j] += row[j];
+          out[j] += v;
         }
       }
     }
@@ -354,11 +355,12 @@ void linear_backward_kernel(OpCall& c, DispatchKeySet) {
     set_output(c, 1, product_of(c, gt, x2, p.dtype), p.dtype);
   }
   if (p.bias_grad) {
-    visit_dtype<dtypes::bit(kFloat32) | dtypes::bit(kFloat64) | dtypes::bit(kInt64)>(
-        accumulate_type(p.dtype), dtype_error_name(c), [&](auto tag) {
-          using T = typename decltype(tag)::type;
-          set_output(c, 2, column_sums<T>(c, g2), p.dtype);  // the one rounding to the dtype
-        });
+    visit_dtype<dtypes::kNumeric>(p.dtype, dtype_error_name(c), [&](auto tag) {
+      using In = typename decltype(tag)::type;
+      using T = std::conditional_t<std::is_integral_v<opmath_t<In>>, int64_t,
+                                   std::conditional_t<std::is_same_v<In, double>, double, float>>;
+      set_output(c, 2, column_sums<In, T>(c, g2), p.dtype);  // the one rounding to the dtype
+    });
   }
 }
 
