@@ -486,6 +486,35 @@ TEST_CASE("linear_backward: the gradients asked for, equal to the separate ops",
   CHECK(one.bias.to_vector<float>() == g1.to_vector<float>());
 }
 
+TEST_CASE("linear_backward: the CPU's (and CUDA's) kernel beside the composite, which it equals",
+          "[matmul][linear_backward][composite]") {
+  const OpEntry& e = op_entry(OpId::linear_backward);
+  CHECK(e.composite != nullptr);
+  CHECK(e.has(op_flags::BackwardRaises));
+  CHECK_FALSE(e.has(op_flags::Diff));
+  CHECK_FALSE(e.runs_composite(DispatchKey::CPU));
+  CHECK(e.runs_composite(DispatchKey::Meta));
+  CHECK(e.runs_composite(DispatchKey::CUDA) == !cuda::is_compiled());
+  for (ScalarType dt : {kFloat32, kFloat64, kBFloat16, kFloat16, kFloat8_e4m3fn, kInt64, kUInt8}) {
+    INFO(dtype_name(dt));
+    const Tensor g = random_tensor({3, 4, 6}, dt, 70), x = random_tensor({3, 4, 5}, dt, 71);
+    const Tensor w = random_tensor({6, 5}, dt, 72);
+    const F::LinearGrads kernel = F::linear_backward(g, x, w, true, true, true);
+    OpCall c(OpId::linear_backward);
+    c.push(g);
+    c.push(x);
+    c.push(w);
+    c.attrs.get<attrs::LinearBackward>().bias_grad = true;
+    e.composite(c, DispatchKeySet(DispatchKey::CPU));
+    // The same GEMMs; the bias gradient summed in the accumulate type either way (the order
+    // of the float32 sums may differ, so narrow results may differ in their last place).
+    CHECK(kernel.input.to_vector<double>() == c.out[0].to_vector<double>());
+    CHECK(kernel.weight.to_vector<double>() == c.out[1].to_vector<double>());
+    CHECK(c.out[2].dtype() == dt);
+    check_values(kernel.bias, c.out[2].to_vector<double>(), tolerance_for(dt));
+  }
+}
+
 TEST_CASE("linear_backward: the bias gradient is deterministic across threads", "[matmul][linear_backward]") {
   const Tensor g = random_tensor({4096, 70}, kFloat32, 48), x = random_tensor({4096, 3}, kFloat32, 49);
   const Tensor w = random_tensor({70, 3}, kFloat32, 50);
