@@ -29,6 +29,63 @@ ScalarType resolve_out_dtype(const OpCall& c, ScalarType in) {
 
 }  // namespace
 
+Tensor as_rows(const Tensor& t, int64_t rows, int64_t cols) {
+  if (t.dim() == 2) return t;
+  const Shape shape{rows, cols};
+  const std::optional<Shape> flat = view_strides(t.sizes(), t.strides(), shape);
+  return flat ? make_view(t, shape, *flat, t.storage_offset()) : reshape(t, shape);
+}
+
+MatmulPlan plain_product(const Tensor& a, const Tensor& b, ScalarType dtype) {
+  MatmulPlan p;
+  p.a = a;
+  p.b = b;
+  p.n = a.size(0);
+  p.k = a.size(1);
+  p.m = b.size(1);
+  p.out_shape = {p.n, p.m};
+  p.in_dtype = p.out_dtype = dtype;
+  return p;
+}
+
+LinearBackwardPlan plan_linear_backward(const OpCall& c) {
+  const Tensor& g = c.in[0];
+  const Tensor& x = c.in[1];
+  const Tensor& w = c.in[2];
+  MIXT_CHECK_OP(w.dim() == 2, c, "expected a 2-D weight [out_features, in_features], but got shape {}", w.sizes());
+  MIXT_CHECK_OP(x.dim() >= 1, c, "expected an input with at least one dimension, but got a 0-D tensor");
+  MIXT_CHECK_OP(x.size(-1) == w.size(1), c, "input of shape {} and weight of shape {} cannot be multiplied ({} != {})",
+                x.sizes(), w.sizes(), x.size(-1), w.size(1));
+  MIXT_CHECK_OP(g.dim() == x.dim() && g.size(-1) == w.size(0), c,
+                "expected grad_output of shape [*, {}] with the input's {} leading dims, but got {} (input {}, weight "
+                "{})",
+                w.size(0), x.dim() - 1, g.sizes(), x.sizes(), w.sizes());
+  for (int d = 0; d + 1 < x.dim(); ++d)
+    MIXT_CHECK_OP(g.size(d) == x.size(d), c,
+                  "grad_output of shape {} and input of shape {} differ in dim {} ({} != {})", g.sizes(), x.sizes(), d,
+                  g.size(d), x.size(d));
+  MIXT_CHECK_OP(g.dtype() == x.dtype() && x.dtype() == w.dtype(), c,
+                "expected grad_output, input and weight in one dtype, but got {}, {} and {}", g.dtype(), x.dtype(),
+                w.dtype());
+  MIXT_CHECK_OP(g.device() == x.device() && x.device() == w.device(), c,
+                "expected grad_output, input and weight on one device, but found {}, {} and {}", g.device(), x.device(),
+                w.device());
+  MIXT_CHECK_OP(x.dtype() != kBool, c, "not implemented for bool operands");
+  const attrs::LinearBackward& a = c.attrs.get<attrs::LinearBackward>();
+  LinearBackwardPlan p;
+  p.in = w.size(1);
+  p.out = w.size(0);
+  Shape lead;
+  for (int d = 0; d + 1 < x.dim(); ++d) lead.push_back(x.size(d));
+  p.rows = checked_numel(lead, "linear_backward");
+  p.input_grad = a.input_grad;
+  p.weight_grad = a.weight_grad;
+  p.bias_grad = a.bias_grad;
+  p.dtype = x.dtype();
+  p.input_shape = x.sizes();
+  return p;
+}
+
 LinearPlan plan_linear(const OpCall& c) {
   const Tensor& x = c.in[0];
   const Tensor& w = c.in[1];
@@ -51,10 +108,7 @@ LinearPlan plan_linear(const OpCall& c) {
   const int64_t rows = checked_numel(lead, "linear");
   l.result_shape = lead;
   l.result_shape.push_back(out);
-  // x as [rows, in]: a view made here when the strides allow (no dispatch), else reshape's copy.
-  const Shape rows_in{rows, in};
-  const std::optional<Shape> flat = x.dim() == 2 ? std::nullopt : view_strides(x.sizes(), x.strides(), rows_in);
-  p.a = x.dim() == 2 ? x : flat ? make_view(x, rows_in, *flat, x.storage_offset()) : reshape(x, rows_in);
+  p.a = as_rows(x, rows, in);
   p.b = make_view(w, {in, out}, {w.stride(1), w.stride(0)}, w.storage_offset());  // weight^T without a copy
   p.n = rows;
   p.k = in;

@@ -31,6 +31,26 @@ struct LinearPlan {
 };
 LinearPlan plan_linear(const OpCall& c);
 
+// linear_backward(grad_output [*, out], input [*, in], weight [out, in]) checked: one dtype
+// (not bool) and one device, a 2-D weight, matching leading dims and features. The outputs
+// asked for (attrs::LinearBackward) get their shapes: input's, [out, in] and [out]; the
+// others stay undefined. Reads no data and makes no tensors (the meta rule uses it).
+struct LinearBackwardPlan {
+  int64_t rows = 0, in = 0, out = 0;  // the product's sizes: grad_output as [rows, out]
+  bool input_grad = false, weight_grad = false, bias_grad = false;
+  ScalarType dtype = ScalarType::Undefined;
+  Shape input_shape;
+};
+LinearBackwardPlan plan_linear_backward(const OpCall& c);
+
+// The plan of a plain product a [n, k] @ b [k, m] with operands and result in `dtype` (no bias,
+// alpha 1), for kernels that have already checked their operands (linear_backward's GEMMs).
+MatmulPlan plain_product(const Tensor& a, const Tensor& b, ScalarType dtype);
+
+// `t` [*, cols] as a [rows, cols] matrix: a view when its strides allow (no dispatch), else
+// reshape's contiguous copy. `rows` is the product of t's leading dims.
+Tensor as_rows(const Tensor& t, int64_t rows, int64_t cols);
+
 // scaled_mm(a [M, K], b [K, N], scale_a, scale_b, bias?, scale_result?) checked (Note [Scaled mm]):
 // float8 operands (not both e5m2), float32 scales one element each (per tensor) or [M, 1] and
 // [1, N] (row-wise), a bias [N] and a scale_result under PyTorch's rules, all on one device.

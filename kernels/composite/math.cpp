@@ -1,5 +1,5 @@
 // Composite ops: one kernel for every backend, written with other ops' front ends (mm, bmm, addmm, views).
-// matmul (numpy rules), linear, dot, mv and outer. attrs.dtype (out_dtype) is passed on to the GEMMs.
+// matmul (numpy rules), linear, linear_backward, dot, mv and outer. attrs.dtype (out_dtype) is passed on to the GEMMs.
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/matmul_plan.h>
@@ -83,6 +83,17 @@ void linear_kernel(OpCall& c, DispatchKeySet) {
   c.out[0] = r.view(concat(lead, {w.size(0)}));
 }
 
+// linear's gradients from mm and sum (the backends without a kernel of their own, and
+// the reference of those that have one): g [*, out] and x [*, in] as rows.
+void linear_backward_kernel(OpCall& c, DispatchKeySet) {
+  const LinearBackwardPlan p = plan_linear_backward(c);
+  const Tensor g2 = c.in[0].reshape({p.rows, p.out});
+  if (p.input_grad) c.out[0] = mm(g2, c.in[2]).view(p.input_shape);
+  if (p.weight_grad) c.out[1] = mm(g2.t(), c.in[1].reshape({p.rows, p.in}));
+  // Summed in the accumulate type (float32 for narrow floats, int64 for integers), rounded once.
+  if (p.bias_grad) c.out[2] = sum(g2.to(accumulate_type(p.dtype)), {0}).to(p.dtype);
+}
+
 // Inner product of two 1-D tensors of one dtype: a 0-D result.
 void dot_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& a = c.in[0];
@@ -121,6 +132,7 @@ void outer_kernel(OpCall& c, DispatchKeySet) {
 void register_composite_kernels() {
   register_composite(OpId::matmul, matmul_kernel);
   register_composite(OpId::linear, linear_kernel);
+  register_composite(OpId::linear_backward, linear_backward_kernel);
   register_composite(OpId::dot, dot_kernel);
   register_composite(OpId::mv, mv_kernel);
   register_composite(OpId::outer, outer_kernel);

@@ -1,6 +1,6 @@
-// mm, bmm, addmm and baddbmm on the CPU. float32/float64 go to OpenBLAS (strided operands are passed without a
-// copy when one of their strides is 1); bfloat16 goes to OpenBLAS's sbgemm on CPUs with AVX512-BF16 (Note [bfloat16
-// GEMM on the CPU]); float16, fp8 and bfloat16 elsewhere are widened to float32, multiplied with sgemm
+// mm, bmm, addmm, baddbmm, linear and linear_backward on the CPU. float32/float64 go to OpenBLAS (strided operands are
+// passed without a copy when one of their strides is 1); bfloat16 goes to OpenBLAS's sbgemm on CPUs with AVX512-BF16
+// (Note [bfloat16 GEMM on the CPU]); float16, fp8 and bfloat16 elsewhere are widened to float32, multiplied with sgemm
 // (f32 accumulation) and rounded once; integers use an int64-accumulating loop. Everything accumulates into a
 // contiguous buffer of the accumulate type that is then copied (and rounded) into the output. scaled_mm, the
 // float8 GEMM with scales, is the CPU reference of its CUDA kernel (Note [Scaled mm]).
@@ -300,6 +300,70 @@ void set_output(OpCall& c, int i, const Tensor& value, ScalarType dtype) {
   host::copy_into(out, value, c);
 }
 
+// A plain product a [n, k] @ b [k, m] of `dtype` operands into a new [n, m] tensor of `dtype`
+// (accumulated in the accumulate type, rounded once), through run_plan as mm runs it.
+Tensor product_of(const OpCall& c, const Tensor& a, const Tensor& b, ScalarType dtype) {
+  const MatmulPlan p = plain_product(a, b, dtype);
+  Tensor out = make_empty(p.out_shape, dtype, a.device());
+  run_plan(c, p, out);
+  return out;
+}
+
+// The column sums of g [rows, cols] (storage type In) in the accumulate type T (float32 for the
+// narrow floats, float64, int64 for integers, wrapping), read without a widened copy; each
+// column is summed in row order whatever the threads: deterministic. Returns a [cols] tensor of T.
+template <class In, class T>
+Tensor column_sums(const OpCall& c, const Tensor& g) {
+  const Tensor src = host::contiguous(g, c);
+  const int64_t rows = src.size(0), cols = src.size(1);
+  Tensor acc = make_empty({cols}, dtype_of<T>, g.device());
+  const In* in = static_cast<const In*>(src.data_ptr());
+  T* out = static_cast<T*>(acc.data_ptr());
+  const int64_t grain = std::max<int64_t>(64, kWorkGrain / std::max<int64_t>(1, rows));
+  parallel_for(cols, grain, [&](int64_t lo, int64_t hi) {
+    std::fill(out + lo, out + hi, T(0));
+    for (int64_t r = 0; r < rows; ++r) {
+      const In* row = in + r * cols;
+      for (int64_t j = lo; j < hi; ++j) {
+        const T v = static_cast<T>(static_cast<opmath_t<In>>(row[j]));
+        if constexpr (std::is_same_v<T, int64_t>) {
+          out[j] = static_cast<int64_t>(static_cast<uint64_t>(out[j]) + static_cast<uint64_t>(v));
+        } else {
+          out[j] += v;
+        }
+      }
+    }
+  });
+  return acc;
+}
+
+// linear's backward as one op (grad_output g [*, out], input x [*, in], weight w [out, in]):
+// grad_input = g @ w and grad_weight = g^T @ x through the GEMM path mm uses, grad_bias the
+// column sums of g in the accumulate type rounded once to the dtype. Only the asked-for ones.
+void linear_backward_kernel(OpCall& c, DispatchKeySet) {
+  const LinearBackwardPlan p = plan_linear_backward(c);
+  MIXT_CHECK_OP(c.in[0].is_cpu(), c, "expected CPU tensors, but the operands are on {}", c.in[0].device());
+  const Tensor g2 = as_rows(c.in[0], p.rows, p.out);
+  const Tensor& w = c.in[2];
+  if (p.input_grad) {
+    const Tensor gi = product_of(c, g2, w, p.dtype);
+    set_output(c, 0, make_view(gi, p.input_shape, contiguous_strides(p.input_shape), 0), p.dtype);
+  }
+  if (p.weight_grad) {
+    const Tensor x2 = as_rows(c.in[1], p.rows, p.in);
+    const Tensor gt = make_view(g2, {p.out, p.rows}, {g2.stride(1), g2.stride(0)}, g2.storage_offset());
+    set_output(c, 1, product_of(c, gt, x2, p.dtype), p.dtype);
+  }
+  if (p.bias_grad) {
+    visit_dtype<dtypes::kNumeric>(p.dtype, dtype_error_name(c), [&](auto tag) {
+      using In = typename decltype(tag)::type;
+      using T = std::conditional_t<std::is_integral_v<opmath_t<In>>, int64_t,
+                                   std::conditional_t<std::is_same_v<In, double>, double, float>>;
+      set_output(c, 2, column_sums<In, T>(c, g2), p.dtype);  // the one rounding to the dtype
+    });
+  }
+}
+
 // max(a, b) that keeps a NaN from either side.
 float nan_max(float a, float b) { return std::isnan(a) || a >= b ? a : b; }
 
@@ -381,6 +445,7 @@ void register_matmul_kernels() {
   register_kernel(OpId::addmm, DispatchKey::CPU, addmm_kernel);
   register_kernel(OpId::baddbmm, DispatchKey::CPU, baddbmm_kernel);
   register_kernel(OpId::linear, DispatchKey::CPU, linear_kernel);
+  register_kernel(OpId::linear_backward, DispatchKey::CPU, linear_backward_kernel);
   register_kernel(OpId::scaled_mm, DispatchKey::CPU, scaled_mm_kernel);
 }
 

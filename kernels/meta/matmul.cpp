@@ -1,4 +1,4 @@
-// Meta rules of mm, bmm, addmm, baddbmm and scaled_mm: the plan every backend's kernel makes.
+// Meta rules of mm, bmm, addmm, baddbmm, linear_backward and scaled_mm: the plan every backend's kernel makes.
 #include <mixt/kernels/common/matmul_plan.h>
 #include <mixt/kernels/meta/rules.h>
 
@@ -14,6 +14,13 @@ void mm(const OpCall& c, OutputMeta* out) { planned(c, false, false, out); }
 void bmm(const OpCall& c, OutputMeta* out) { planned(c, true, false, out); }
 void addmm(const OpCall& c, OutputMeta* out) { planned(c, false, true, out); }
 void baddbmm(const OpCall& c, OutputMeta* out) { planned(c, true, true, out); }
+
+void linear_backward(const OpCall& c, OutputMeta* out) {
+  const LinearBackwardPlan p = plan_linear_backward(c);
+  if (p.input_grad) out[0] = {p.input_shape, p.dtype};
+  if (p.weight_grad) out[1] = {{p.out, p.in}, p.dtype};
+  if (p.bias_grad) out[2] = {{p.out}, p.dtype};
+}
 
 void scaled_mm(const OpCall& c, OutputMeta* out) {
   const ScaledMmPlan p = plan_scaled_mm(c);

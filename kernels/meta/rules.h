@@ -65,6 +65,7 @@ void mm(const OpCall&, OutputMeta*);
 void bmm(const OpCall&, OutputMeta*);
 void addmm(const OpCall&, OutputMeta*);
 void baddbmm(const OpCall&, OutputMeta*);
+void linear_backward(const OpCall&, OutputMeta*);  // the asked-for grads: input's shape, [out, in], [out]
 void scaled_mm(const OpCall&, OutputMeta*);  // the result in out_dtype; amax (float32) for float8 results
 
 // ---- neural-network ops (kernels/meta/nn.cpp) ----

@@ -5,6 +5,7 @@
 
 #include <mixt/runtime/autograd/derivatives.h>
 #include <mixt/runtime/check.h>
+#include <mixt/runtime/ops/nn.h>
 
 namespace mixt::autograd {
 
@@ -210,16 +211,26 @@ Grads addmm_bw(const BackwardContext& c, const Grads& g) {
   return out;
 }
 
-// linear's own kernels (the CPU's fused GEMM): x [*, in], weight [out, in], bias.
-// Backends that run linear's composite never record this node.
+// linear's own kernels (the CPU's and CUDA's fused GEMMs): x [*, in], weight [out, in], bias.
+// Backends that run linear's composite never record this node. One linear_backward op
+// computes the gradients asked for (on CUDA the bias's comes out of the weight's GEMM).
+// The bias's gradient is summed from g itself, as before, when g is not in the operands'
+// dtype (a float32 out_dtype product of narrow operands: summing the rounded g would lose
+// precision) or the bias is not [out] (0-D or [1], broadcast).
 Grads linear_bw(const BackwardContext& c, const Grads& g) {
-  const Tensor x = c.input(0), w = c.input(1), gr = G(g).to(x.dtype());
-  const int64_t in = w.size(1), out_features = w.size(0);
-  const Tensor g2 = reshape(gr, {-1, out_features});
+  const Tensor x = c.input(0), w = c.input(1);
+  const Tensor& go = G(g);
+  const bool bias_needed = c.num_inputs() > 2 && c.needs_grad(2);
+  const bool fused_bias = bias_needed && go.dtype() == x.dtype() && c.input_meta(2).sizes == Shape{w.size(0)};
   Grads out(3);
-  if (c.needs_grad(0)) out[0] = reshape(mm(g2, w), x.sizes());
-  if (c.needs_grad(1)) out[1] = mm(mt(g2), reshape(x, {-1, in}));
-  if (c.num_inputs() > 2 && c.needs_grad(2)) out[2] = sum_to(G(g), c.input_meta(2).sizes);
+  if (c.needs_grad(0) || c.needs_grad(1) || fused_bias) {
+    nn::functional::LinearGrads r =
+        nn::functional::linear_backward(go.to(x.dtype()), x, w, c.needs_grad(0), c.needs_grad(1), fused_bias);
+    out[0] = std::move(r.input);
+    out[1] = std::move(r.weight);
+    out[2] = std::move(r.bias);
+  }
+  if (bias_needed && !fused_bias) out[2] = sum_to(go, c.input_meta(2).sizes);
   return out;
 }
 

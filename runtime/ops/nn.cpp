@@ -44,6 +44,17 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, Sca
   return call_op(c);
 }
 
+LinearGrads linear_backward(const Tensor& grad_output, const Tensor& input, const Tensor& weight, bool input_grad,
+                            bool weight_grad, bool bias_grad) {
+  OpCall c = make_call(OpId::linear_backward, {grad_output, input, weight});
+  attrs::LinearBackward& a = c.attrs.get<attrs::LinearBackward>();
+  a.input_grad = input_grad;
+  a.weight_grad = weight_grad;
+  a.bias_grad = bias_grad;
+  dispatch(c);
+  return {std::move(c.out[0]), std::move(c.out[1]), std::move(c.out[2])};
+}
+
 Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx) {
   // The op's inputs are (weight, indices), as ATen's.
   OpCall c = make_call(OpId::embedding, {weight, input});

@@ -21,6 +21,16 @@ using ::mixt::Reduction;
 // keeps a product of narrow operands in float32.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
               ScalarType out_dtype = ScalarType::Undefined);
+// linear's gradients (what its backward computes): grad_input = grad_output @ weight (input's
+// shape), grad_weight = grad_output^T @ input ([out, in]), grad_bias = grad_output summed over
+// its leading dims ([out]). grad_output [*, out], input [*, in] and weight share one dtype and
+// device. Only the gradients asked for are computed; the others are undefined. Not
+// differentiable (backward through it raises). On CUDA grad_bias comes out of grad_weight's GEMM.
+struct LinearGrads {
+  Tensor input, weight, bias;
+};
+LinearGrads linear_backward(const Tensor& grad_output, const Tensor& input, const Tensor& weight,
+                            bool input_grad = true, bool weight_grad = true, bool bias_grad = false);
 // Rows of `weight` [num, dim] picked by the integer `input`: shape input.shape + [dim].
 // The row `padding_idx` (negative: counted from the end) gets no gradient.
 Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);

@@ -449,6 +449,171 @@ TEST_CASE("matmul family errors", "[matmul][errors]") {
   CHECK_THROWS_AS(baddbmm(c3.to(kInt32), c3.to(kInt32).narrow(2, 0, 3), c3.to(kInt32), 1, 1.5), Error);
 }
 
+TEST_CASE("linear_backward: the gradients asked for, equal to the separate ops", "[matmul][linear_backward]") {
+  for (ScalarType dt : {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32}) {
+    INFO(dtype_name(dt));
+    const Tensor g = random_tensor({2, 3, 5}, dt, 40), x = random_tensor({2, 3, 8}, dt, 41);
+    const Tensor w = random_tensor({5, 8}, dt, 42);
+    const F::LinearGrads all = F::linear_backward(g, x, w, true, true, true);
+    const Tensor g2 = g.reshape({6, 5}), x2 = x.reshape({6, 8});
+    // The products run through mm's own path: the same bits.
+    CHECK(all.input.sizes() == x.sizes());
+    CHECK(all.input.to_vector<double>() == mm(g2, w).reshape(x.sizes()).to_vector<double>());
+    CHECK(all.weight.sizes() == Shape{5, 8});
+    CHECK(all.weight.to_vector<double>() == mm(g2.t(), x2).to_vector<double>());
+    // The bias gradient: column sums of g (in the accumulate type, rounded once).
+    CHECK(all.bias.dtype() == dt);
+    check_values(all.bias, sum(g2.to(kFloat64), {0}).to_vector<double>(), tolerance_for(dt));
+    // Only what is asked for is computed.
+    const F::LinearGrads w_only = F::linear_backward(g, x, w, false, true, false);
+    CHECK((!w_only.input.defined() && w_only.weight.defined() && !w_only.bias.defined()));
+    const F::LinearGrads b_only = F::linear_backward(g, x, w, false, false, true);
+    CHECK((!b_only.input.defined() && !b_only.weight.defined() && b_only.bias.defined()));
+    const F::LinearGrads defaults = F::linear_backward(g, x, w);
+    CHECK((defaults.input.defined() && defaults.weight.defined() && !defaults.bias.defined()));
+  }
+  // A transposed grad_output and a 1-D input (one row).
+  const Tensor gt = random_tensor({5, 7}, kFloat32, 43).t(), x = random_tensor({7, 4}, kFloat32, 44);
+  const Tensor w = random_tensor({5, 4}, kFloat32, 45);
+  const F::LinearGrads r = F::linear_backward(gt, x, w, true, true, true);
+  check_matmul(r.input, gt, w, tolerance_for(kFloat32));
+  check_matmul(r.weight, gt.t(), x, tolerance_for(kFloat32));
+  check_values(r.bias, sum(gt.to(kFloat64), {0}).to_vector<double>(), tolerance_for(kFloat32));
+  const Tensor x1 = random_tensor({4}, kFloat32, 46), g1 = random_tensor({5}, kFloat32, 47);
+  const F::LinearGrads one = F::linear_backward(g1, x1, w, true, true, true);
+  CHECK(one.input.sizes() == Shape{4});
+  check_matmul(one.weight, g1.unsqueeze(1), x1.unsqueeze(0), tolerance_for(kFloat32));
+  CHECK(one.bias.to_vector<float>() == g1.to_vector<float>());
+}
+
+TEST_CASE("linear_backward: the CPU's (and CUDA's) kernel beside the composite, which it equals",
+          "[matmul][linear_backward][composite]") {
+  const OpEntry& e = op_entry(OpId::linear_backward);
+  CHECK(e.composite != nullptr);
+  CHECK(e.has(op_flags::BackwardRaises));
+  CHECK_FALSE(e.has(op_flags::Diff));
+  CHECK_FALSE(e.runs_composite(DispatchKey::CPU));
+  CHECK(e.runs_composite(DispatchKey::Meta));
+  CHECK(e.runs_composite(DispatchKey::CUDA) == !cuda::is_compiled());
+  for (ScalarType dt : {kFloat32, kFloat64, kBFloat16, kFloat16, kFloat8_e4m3fn, kInt64, kUInt8}) {
+    INFO(dtype_name(dt));
+    const Tensor g = random_tensor({3, 4, 6}, dt, 70), x = random_tensor({3, 4, 5}, dt, 71);
+    const Tensor w = random_tensor({6, 5}, dt, 72);
+    const F::LinearGrads kernel = F::linear_backward(g, x, w, true, true, true);
+    OpCall c(OpId::linear_backward);
+    c.push(g);
+    c.push(x);
+    c.push(w);
+    c.attrs.get<attrs::LinearBackward>().bias_grad = true;
+    e.composite(c, DispatchKeySet(DispatchKey::CPU));
+    // The same GEMMs; the bias gradient summed in the accumulate type either way (the order
+    // of the float32 sums may differ, so narrow results may differ in their last place).
+    CHECK(kernel.input.to_vector<double>() == c.out[0].to_vector<double>());
+    CHECK(kernel.weight.to_vector<double>() == c.out[1].to_vector<double>());
+    CHECK(c.out[2].dtype() == dt);
+    check_values(kernel.bias, c.out[2].to_vector<double>(), tolerance_for(dt));
+  }
+}
+
+TEST_CASE("linear_backward: the bias gradient is deterministic across threads", "[matmul][linear_backward]") {
+  const Tensor g = random_tensor({4096, 70}, kFloat32, 48), x = random_tensor({4096, 3}, kFloat32, 49);
+  const Tensor w = random_tensor({70, 3}, kFloat32, 50);
+  const std::vector<float> first = F::linear_backward(g, x, w, false, false, true).bias.to_vector<float>();
+  for (int i = 0; i < 3; ++i) CHECK(F::linear_backward(g, x, w, false, false, true).bias.to_vector<float>() == first);
+  // Each column summed in row order in float32.
+  const std::vector<float> gv = g.to_vector<float>();
+  std::vector<float> want(70, 0.0f);
+  for (int64_t r = 0; r < 4096; ++r)
+    for (int64_t o = 0; o < 70; ++o) want[static_cast<size_t>(o)] += gv[static_cast<size_t>(r * 70 + o)];
+  CHECK(first == want);
+}
+
+TEST_CASE("linear_backward: zero sizes", "[matmul][linear_backward]") {
+  const F::LinearGrads rows0 = F::linear_backward(zeros({0, 5}), zeros({0, 8}), ones({5, 8}), true, true, true);
+  CHECK(rows0.input.sizes() == Shape{0, 8});
+  CHECK(rows0.weight.to_vector<float>() == std::vector<float>(40, 0.0f));
+  CHECK(rows0.bias.to_vector<float>() == std::vector<float>(5, 0.0f));
+  const F::LinearGrads in0 = F::linear_backward(ones({3, 5}), zeros({3, 0}), zeros({5, 0}), true, true, true);
+  CHECK((in0.input.sizes() == Shape{3, 0} && in0.weight.sizes() == Shape{5, 0}));
+  CHECK(in0.bias.to_vector<float>() == std::vector<float>(5, 3.0f));
+  const F::LinearGrads out0 = F::linear_backward(ones({3, 0}), ones({3, 4}), zeros({0, 4}), true, true, true);
+  CHECK(out0.input.to_vector<float>() == std::vector<float>(12, 0.0f));
+  CHECK((out0.weight.sizes() == Shape{0, 4} && out0.bias.sizes() == Shape{0}));
+}
+
+TEST_CASE("linear_backward: bad inputs name the op and the shapes, on the CPU and on meta",
+          "[matmul][linear_backward][errors]") {
+  for (Device dev : {Device::cpu(), Device::meta()}) {
+    INFO(dev.str());
+    auto t = [&](const Shape& s, ScalarType dt = kFloat32) { return zeros(s, {.dtype = dt}).to(dev); };
+    auto lb = [&](const Tensor& g, const Tensor& x, const Tensor& w) { F::linear_backward(g, x, w, true, true, true); };
+    check_error_mentions([&] { lb(t({2, 3, 5}), t({2, 3, 8}), t({5, 7})); }, "linear_backward", "[2, 3, 8] and w");
+    check_error_mentions([&] { lb(t({2, 5}), t({2, 8}), t({40})); }, "linear_backward", "2-D weight");
+    check_error_mentions([&] { lb(t({2, 3, 4}), t({2, 3, 8}), t({5, 8})); }, "linear_backward", "[2, 3, 4]");
+    check_error_mentions([&] { lb(t({2, 4, 5}), t({2, 3, 8}), t({5, 8})); }, "linear_backward", "differ in dim 1");
+    check_error_mentions([&] { lb(t({6, 5}), t({2, 3, 8}), t({5, 8})); }, "linear_backward", "[6, 5]");
+    check_error_mentions([&] { lb(t({2, 5}, kFloat64), t({2, 8}), t({5, 8})); }, "linear_backward", "float64");
+    check_error_mentions([&] { lb(t({2, 5}, kBool), t({2, 8}, kBool), t({5, 8}, kBool)); }, "linear_backward", "bool");
+    check_error_mentions([&] { lb(t({}), t({}), t({5, 8})); }, "linear_backward", "0-D");
+  }
+  // On meta: the shapes and dtypes, no data.
+  const Device m = Device::meta();
+  const F::LinearGrads r =
+      F::linear_backward(zeros({2, 3, 5}, {.dtype = kBFloat16}).to(m), zeros({2, 3, 8}, {.dtype = kBFloat16}).to(m),
+                         zeros({5, 8}, {.dtype = kBFloat16}).to(m), true, false, true);
+  CHECK((r.input.is_meta() && r.input.sizes() == Shape{2, 3, 8} && r.input.dtype() == kBFloat16));
+  CHECK(!r.weight.defined());
+  CHECK((r.bias.is_meta() && r.bias.sizes() == Shape{5} && r.bias.dtype() == kBFloat16));
+}
+
+TEST_CASE("linear_backward: autograd through linear computes the old formula's gradients",
+          "[matmul][linear_backward][autograd]") {
+  for (ScalarType dt : {kFloat32, kFloat64, kBFloat16}) {
+    INFO(dtype_name(dt));
+    Tensor x = random_tensor({2, 3, 8}, dt, 51), w = random_tensor({5, 8}, dt, 52), b = random_tensor({5}, dt, 53);
+    const Tensor g = random_tensor({2, 3, 5}, dt, 54);
+    for (Tensor* t : {&x, &w, &b}) t->requires_grad_();
+    F::linear(x, w, b).backward(g);
+    const Tensor g2 = g.reshape({6, 5});
+    CHECK(x.grad().to_vector<double>() == mm(g2, w.detach()).reshape({2, 3, 8}).to_vector<double>());
+    CHECK(w.grad().to_vector<double>() == mm(g2.t(), x.detach().reshape({6, 8})).to_vector<double>());
+    check_values(b.grad(), sum(g2.to(kFloat64), {0}).to_vector<double>(), tolerance_for(dt));
+    CHECK(b.grad().dtype() == dt);
+  }
+  // Frozen weight: only the input's and the bias's gradients.
+  {
+    Tensor x = random_tensor({4, 3}, kFloat32, 55), b = random_tensor({2}, kFloat32, 56);
+    const Tensor w = random_tensor({2, 3}, kFloat32, 57);
+    x.requires_grad_();
+    b.requires_grad_();
+    sum(F::linear(x, w, b)).backward();
+    check_values(x.grad(), mm(ones({4, 2}), w).to_vector<double>(), tolerance_for(kFloat32));
+    CHECK(b.grad().to_vector<float>() == std::vector<float>{4.0f, 4.0f});
+    CHECK(!w.grad().defined());
+  }
+  // out_dtype float32 from bfloat16: the bias gradient sums the float32 grad_output (not rounded first);
+  // a 0-D bias gets the sum of everything.
+  {
+    Tensor x = random_tensor({3, 4}, kBFloat16, 58), w = random_tensor({2, 4}, kBFloat16, 59);
+    Tensor b = random_tensor({2}, kBFloat16, 60), b0 = random_tensor({}, kFloat32, 61);
+    for (Tensor* t : {&x, &w, &b, &b0}) t->requires_grad_();
+    const Tensor g = random_tensor({3, 2}, kFloat32, 62);
+    F::linear(x, w, b, kFloat32).backward(g);
+    CHECK(b.grad().dtype() == kBFloat16);
+    CHECK(b.grad().to_vector<double>() == sum(g, {0}).to(kBFloat16).to_vector<double>());
+    CHECK(x.grad().to_vector<double>() == mm(g.to(kBFloat16), w.detach()).to_vector<double>());
+    sum(F::linear(x.detach().to(kFloat32), w.detach().to(kFloat32), b0)).backward();
+    CHECK(b0.grad().item<float>() == 6.0f);
+  }
+  // linear_backward itself is not differentiable: backward through it raises naming it.
+  {
+    Tensor x = random_tensor({3, 4}, kFloat32, 63);
+    x.requires_grad_();
+    const F::LinearGrads r = F::linear_backward(ones({3, 2}), x, random_tensor({2, 4}, kFloat32, 64));
+    check_error_mentions([&] { sum(r.weight).backward(); }, "linear_backward", "not differentiable");
+  }
+}
+
 TEST_CASE("bfloat16 products through OpenBLAS's sbgemm agree with the widened sgemm path", "[matmul]") {
   // Note [bfloat16 GEMM on the CPU]: the same float32 arithmetic, sums in another order.
   const Tolerance f32 = tolerance_for(kFloat32);

@@ -1,12 +1,11 @@
 // The GEMM engine on a real GPU: mm, bmm, addmm, baddbmm and linear for float32 (also under
 // TF32), float64, float16 and bfloat16 (and float32 results from the narrow floats) with
 // every operand layout (row-major, transposed, offset and strided views, broadcast batches),
-// the bias/ReLU/GELU epilogues and GELU's aux output, scaled_mm for every float8 pair, result
-// dtype, scale mode, bias and fast-accumulation flag, all against the CPU reference; the
-// refused float8 shapes; autotuning, the tuning file round trip, the plan cache's counters,
-// determinism and threads. The key, hash and file parser are tested on the host
-// (tests/cpu/test_gemm_plan.cpp). Own main (no Catch2): exits 77 (SKIP) only on a machine
-// without a GPU (gpu_skip.h).
+// the bias/ReLU/GELU epilogues and GELU's aux output, linear_backward's BGRADB bias gradient, scaled_mm for every
+// float8 pair, result dtype, scale mode, bias and fast-accumulation flag, all against the CPU reference; the refused
+// float8 shapes; autotuning, the tuning file round trip, the plan cache's counters, determinism and threads. The key,
+// hash and file parser are tested on the host (tests/cpu/test_gemm_plan.cpp). Own main (no Catch2): exits 77 (SKIP)
+// only on a machine without a GPU (gpu_skip.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -194,6 +193,63 @@ void dgelu_group() {
   }
 }
 
+// linear_backward on CUDA against the CPU's kernel: grad_input (one GEMM), grad_weight with the
+// bias gradient from the same GEMM's BGRADB epilogue (counted), or without the bias gradient;
+// float64 takes the fallback (a GEMM and `sum`); a strided grad_output; and autograd through
+// linear on CUDA ends in the same op. The CPU sums the bias gradient in float32 (float64) and
+// rounds once; cuBLASLt's reduction order is its own: a few roundings of the sum's size.
+void linear_backward_group() {
+  for (ScalarType dt : {kFloat32, kFloat16, kBFloat16, kFloat64}) {
+    const Tensor g = values({4, 24, 40}, 110, dt), x = values({4, 24, 64}, 111, dt), w = values({40, 64}, 112, dt);
+    const Tensor gg = g.to(kGpu), gx = x.to(kGpu), gw = w.to(kGpu);
+    const double tol = tolerance(dt) * 2;
+    for (bool with_bias : {true, false}) {
+      const std::string what = "linear_backward " + name(dt) + (with_bias ? " with bias grad" : " without bias grad");
+      const F::LinearGrads want = F::linear_backward(g, x, w, true, true, with_bias);
+      const int64_t fused_before = eng::bias_grad_epilogue_gemms();
+      const F::LinearGrads got = F::linear_backward(gg, gx, gw, true, true, with_bias);
+      const int64_t fused = eng::bias_grad_epilogue_gemms() - fused_before;
+      expect_close(got.input, want.input, tol, what + ": grad_input");
+      expect_close(got.weight, want.weight, tol, what + ": grad_weight");
+      expect(got.bias.defined() == with_bias, what + ": grad_bias defined only when asked for");
+      if (with_bias) expect_close(got.bias, want.bias, tol * 4, what + ": grad_bias");
+      // float32/float16/bfloat16 write the bias gradient in the weight GEMM (cuBLASLt has BGRADB
+      // for them on Hopper); float64 never does.
+      expect(fused == (with_bias && dt != kFloat64 ? 1 : 0), what + ": BGRADB GEMMs run: " + std::to_string(fused));
+    }
+    // Only the bias gradient (a frozen weight): `sum`, no weight GEMM.
+    const F::LinearGrads only_bias = F::linear_backward(gg, gx, gw, false, false, true);
+    expect(!only_bias.input.defined() && !only_bias.weight.defined(), "linear_backward: unasked grads undefined");
+    expect_close(only_bias.bias, F::linear_backward(g, x, w, false, false, true).bias, tol * 4,
+                 "linear_backward bias only " + name(dt));
+  }
+  // A transposed (non-contiguous) grad_output: the operand layouts change, the results do not.
+  {
+    const Tensor gt = values({40, 48}, 113, kFloat32).t(), x = values({48, 64}, 114, kFloat32);
+    const Tensor w = values({40, 64}, 115, kFloat32);
+    const F::LinearGrads want = F::linear_backward(gt, x, w, true, true, true);
+    const F::LinearGrads got = F::linear_backward(gt.to(kGpu), x.to(kGpu), w.to(kGpu), true, true, true);
+    expect_close(got.input, want.input, tolerance(kFloat32) * 2, "linear_backward strided g: grad_input");
+    expect_close(got.weight, want.weight, tolerance(kFloat32) * 2, "linear_backward strided g: grad_weight");
+    expect_close(got.bias, want.bias, tolerance(kFloat32) * 8, "linear_backward strided g: grad_bias");
+  }
+  // Autograd through linear on CUDA: one linear_backward with the bias gradient fused.
+  for (ScalarType dt : {kFloat32, kBFloat16}) {
+    const Tensor x = values({8, 32}, 116, dt), w = values({16, 32}, 117, dt), b = values({16}, 118, dt);
+    Tensor xc = x.detach(), wc = w.detach(), bc = b.detach();
+    Tensor xg = x.to(kGpu).detach(), wg = w.to(kGpu).detach(), bg = b.to(kGpu).detach();
+    for (Tensor* t : {&xc, &wc, &bc, &xg, &wg, &bg}) t->requires_grad_();
+    sum(F::linear(xc, wc, bc)).backward();
+    const int64_t fused_before = eng::bias_grad_epilogue_gemms();
+    sum(F::linear(xg, wg, bg)).backward();
+    expect(eng::bias_grad_epilogue_gemms() - fused_before == 1, "autograd through linear uses BGRADB " + name(dt));
+    const double tol = tolerance(dt) * 2;
+    expect_close(xg.grad(), xc.grad(), tol, "autograd linear grad_input " + name(dt));
+    expect_close(wg.grad(), wc.grad(), tol, "autograd linear grad_weight " + name(dt));
+    expect_close(bg.grad(), bc.grad(), tol * 4, "autograd linear grad_bias " + name(dt));
+  }
+}
+
 // The float8 operands: values in [-2, 2] rounded to `dt`.
 Tensor f8(const Shape& s, uint64_t seed, ScalarType dt) { return values(s, seed, kFloat32, -2, 2).to(dt); }
 
@@ -329,6 +385,7 @@ int main() {
   group("float32 under TF32", tf32_group);
   group("bias / ReLU / GELU epilogues and GELU's aux", epilogue_group);
   group("DGELU / DGELU_BGRAD: the backward through GELU", dgelu_group);
+  group("linear_backward: BGRADB bias gradient in the weight GEMM", linear_backward_group);
   group("scaled_mm: float8 pairs, results, scales, bias, fast accum", scaled_mm_group);
   group("plan cache, autotune, tuning file round trip", plan_cache_group);
   group("set_deterministic: heuristic, same bits", determinism_group);

@@ -608,6 +608,25 @@ void add_matmul_cases(Builder& b) {
   b.add("linear/bias", OpId::linear, N, G, three_mats({4, 8}, {5, 8}, {5}),
         [](const std::vector<Tensor>& in, ScalarType, Device) { return fn::linear(in[0], in[1], in[2]); })
       .with([](const Refs& in, ScalarType) { return ref::linear(in[0], in[1], &in[2]); }, {0.5, 9, 34});
+  // linear_backward(g [2, 3, 5], x [2, 3, 8], w [5, 8]), one case per gradient: 5 products (up to 4)
+  // per grad_input value, 6 per grad_weight value, 6 values (up to 2) per grad_bias value. On CUDA
+  // the bias gradient comes out of the weight GEMM's BGRADB epilogue (float64: a GEMM and `sum`).
+  auto grads_case = [&](const char* label, int which, Tolerance tol) {
+    b.add(label, OpId::linear_backward, N, G, three_mats({2, 3, 5}, {2, 3, 8}, {5, 8}),
+          [which](const std::vector<Tensor>& in, ScalarType, Device) {
+            const fn::LinearGrads r = fn::linear_backward(in[0], in[1], in[2], which == 0, true, which == 2);
+            return which == 0 ? r.input : which == 1 ? r.weight : r.bias;
+          })
+        .with(
+            [which](const Refs& in, ScalarType) {
+              const ref::LinearGrads r = ref::linear_backward(in[0], in[1], in[2]);
+              return which == 0 ? r.input : which == 1 ? r.weight : r.bias;
+            },
+            tol);
+  };
+  grads_case("linear_backward/input", 0, {0.5, 5, 20});
+  grads_case("linear_backward/weight", 1, {0.5, 6, 24});
+  grads_case("linear_backward/bias", 2, {0.5, 6, 12});
   add_scaled_mm_cases(b);
 }
 

@@ -538,6 +538,23 @@ Ref linear(const Ref& x, const Ref& w, const Ref* bias) {
   return bias ? zip(y, *bias, [](double u, double c) { return u + c; }) : y;
 }
 
+LinearGrads linear_backward(const Ref& g, const Ref& x, const Ref& w) {
+  const int64_t out = w.sizes[0], in = w.sizes[1];
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < x.sizes.size(); ++d) rows *= x.sizes[d];
+  LinearGrads r{{x.sizes, Vec(at(rows * in), 0.0)}, {{out, in}, Vec(at(out * in), 0.0)}, {{out}, Vec(at(out), 0.0)}};
+  for (int64_t q = 0; q < rows; ++q)
+    for (int64_t o = 0; o < out; ++o) {
+      const double gv = g.v[at(q * out + o)];
+      r.bias.v[at(o)] += gv;
+      for (int64_t i = 0; i < in; ++i) {
+        r.input.v[at(q * in + i)] += gv * w.v[at(o * in + i)];
+        r.weight.v[at(o * in + i)] += gv * x.v[at(q * in + i)];
+      }
+    }
+  return r;
+}
+
 Ref outer(const Ref& a, const Ref& b) {
   return zip(reshape(a, {static_cast<int64_t>(a.v.size()), 1}), b, [](double x, double y) { return x * y; });
 }

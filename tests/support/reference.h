@@ -147,6 +147,12 @@ Ref matmul(const Ref& a, const Ref& b);
 Ref addmm(const Ref& bias, const Ref& a, const Ref& b, double beta, double alpha);
 // x @ w^T (+ bias).
 Ref linear(const Ref& x, const Ref& w, const Ref* bias = nullptr);
+// linear's gradients from grad_output g [*, out], x [*, in], w [out, in] by their definitions:
+// input = g @ w (x's sizes), weight = sum over rows of g[r, o] * x[r, i], bias = sum over rows of g.
+struct LinearGrads {
+  Ref input, weight, bias;
+};
+LinearGrads linear_backward(const Ref& g, const Ref& x, const Ref& w);
 Ref outer(const Ref& a, const Ref& b);
 // torch._scaled_mm in double: v = (a @ b) * scale_a * scale_b + bias, the scales one value each or
 // one per row of a ([M, 1]) and column of b ([1, N]). A float8 result (`limit` > 0, its largest finite

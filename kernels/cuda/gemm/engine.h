@@ -1,6 +1,6 @@
 // The GEMM engine: one call runs one cuBLASLt problem (gemm_key.h's GemmKey plus the
 // pointers) through a cached plan. Used by the CUDA kernels of mm, bmm, addmm, baddbmm,
-// linear and scaled_mm (matmul.cpp, scaled_mm.cpp), and by the benchmark and the GPU test.
+// linear, linear_backward and scaled_mm (matmul.cpp, scaled_mm.cpp), and by the benchmark and the GPU test.
 // Host code. See docs/gemm.md.
 #pragma once
 

@@ -1,12 +1,15 @@
-// mm, bmm, addmm, baddbmm and linear on CUDA through the GEMM engine (engine.h):
+// mm, bmm, addmm, baddbmm, linear and linear_backward on CUDA through the GEMM engine (engine.h):
 // float32 (TF32 under set_float32_matmul_precision), float64, float16 and bfloat16 with
 // float32 accumulation, float32 results from float16/bfloat16 operands (out_dtype). The
 // checks and shapes are matmul_plan.h's, shared with the CPU reference. A bias is added by
 // cuBLASLt's bias epilogue where it is one vector per output column in the result's dtype
 // (linear, addmm with beta = 1), else copied into the output first and accumulated with
 // beta (C = D in place). Results are written into a fresh contiguous tensor (or the out=
-// tensor when it is one), then copied where the caller asked.
+// tensor when it is one), then copied where the caller asked. linear_backward's weight
+// GEMM also writes the bias gradient (BGRADB; Note [Linear backward's bias-gradient epilogue]).
 #include <mixt/kernels/cuda/gemm/matmul.h>
+
+#include <atomic>
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
@@ -150,7 +153,99 @@ void linear_kernel(OpCall& c, DispatchKeySet) {
   finish(c, make_view(out, l.result_shape, contiguous_strides(l.result_shape), 0), p.out_dtype);
 }
 
+std::atomic<int64_t> g_bgrad_gemms{0};
+
+// g2 [rows, out] as the row-major [out, rows] operand g^T: a transposed view, no copy.
+Tensor transposed(const Tensor& g2) {
+  return make_view(g2, {g2.size(1), g2.size(0)}, {g2.stride(1), g2.stride(0)}, g2.storage_offset());
+}
+
+// gw = g^T @ x (g2 [rows, out], x2 [rows, in]) with the bias gradient, the column sums of g,
+// written by the same GEMM into a new [out] tensor (returned; undefined, gw untouched, when the
+// epilogue cannot run and the caller must multiply and sum).
+//
+// Note [Linear backward's bias-gradient epilogue]: the row-major product gw [out, in] =
+// g^T [out, rows] @ x [rows, in] runs column-major as gw^T [in, out] = x^T [in, rows] @ g
+// [rows, out] (product_key: cuBLAS's A is x, its B is g^T's memory read transposed). So
+// D is [in, out] (m = in, n = out), the GEMM's k is rows, and op(B) is g [rows, out] itself.
+// The bias gradient is sum_r g[r, o]: a sum over k of op(B)'s column o, one value per column
+// of D. That is CUBLASLT_EPILOGUE_BGRADB ("reduce B over k, one value per column of D");
+// BGRADA would sum x over the rows (one value per row of D: per input feature), which is not a
+// gradient of anything here. A row-major g gives cuBLAS's layout A: N, B: T (op(B) = B^T); a g
+// in another layout (a transposed view, an expanded gradient) is tried as it is, then, if
+// cuBLASLt has no BGRADB algorithm for that layout, copied row-major and tried again.
+Tensor weight_grad_with_bias(const OpCall& c, const Tensor& g2, const Tensor& x2, ScalarType dtype, Tensor& gw) {
+  if (dtype == kFloat64 || g2.size(0) == 0 || gw.numel() == 0) return {};  // no float64 BGRAD; nothing to reduce
+  const int device = gw.device().index();
+  const char* op = op_name(c.op).data();
+  auto attempt = [&](const Tensor& g) -> Tensor {
+    const MatmulPlan p = plain_product(transposed(g), x2, dtype);
+    const MatrixOperand x = matrix_operand(p.a, c), y = matrix_operand(p.b, c);
+    GemmCall call;
+    call.key = product_key(x, y, gw, 1, p.n, p.k, p.m, dtype, compute_for(dtype));
+    call.key.epilogue = Epilogue::BGradB;
+    call.key.bias = dtype;
+    if (!has_algorithm(call.key, device, op)) return {};
+    Tensor bias = make_empty({p.n}, dtype, gw.device());  // fresh: 256-byte aligned, as the plan assumes
+    call.a = y.ptr;
+    call.b = x.ptr;
+    call.c = gw.data_ptr();
+    call.d = gw.data_ptr();
+    call.bias = bias.data_ptr();
+    run(call, device, op);
+    g_bgrad_gemms.fetch_add(1, std::memory_order_relaxed);
+    return bias;
+  };
+  // A g that matrix_operand would copy anyway (an expanded gradient) is copied row-major at once.
+  const bool fits = mixt::gemm::operand_layout(g2.size(1), g2.size(0), g2.stride(1), g2.stride(0)).fits;
+  const Tensor g = fits ? g2 : g2.contiguous();
+  Tensor bias = attempt(g);
+  if (!bias.defined() && !g.is_contiguous()) bias = attempt(g.contiguous());
+  return bias;
+}
+
+// linear's backward (grad_output g [*, out], input x [*, in], weight w [out, in]):
+// grad_input = g @ w, grad_weight = g^T @ x with the bias gradient from the same GEMM's
+// BGRADB epilogue (Note [Linear backward's bias-gradient epilogue]); where that cannot run
+// (float64, no algorithm, zero sizes, or no grad_weight wanted) the bias gradient is `sum`.
+// Everything is queued on the current stream.
+void linear_backward_kernel(OpCall& c, DispatchKeySet) {
+  const LinearBackwardPlan lp = plan_linear_backward(c);
+  const Tensor& w = c.in[2];
+  const Tensor g2 = as_rows(c.in[0], lp.rows, lp.out);
+  const MatmulPlan first = plain_product(g2, w, lp.dtype);
+  check_inputs(c, first);  // CUDA operands of an engine dtype, whichever outputs are wanted
+  Tensor outs[3];
+  if (lp.input_grad) {
+    Tensor gi = make_empty(first.out_shape, lp.dtype, g2.device());
+    run_product(c, first, gi);
+    outs[0] = make_view(gi, lp.input_shape, contiguous_strides(lp.input_shape), 0);
+  }
+  if (lp.weight_grad) {
+    const Tensor x2 = as_rows(c.in[1], lp.rows, lp.in);
+    Tensor gw = make_empty({lp.out, lp.in}, lp.dtype, g2.device());
+    if (lp.bias_grad) outs[2] = weight_grad_with_bias(c, g2, x2, lp.dtype, gw);
+    if (!outs[2].defined()) run_product(c, plain_product(transposed(g2), x2, lp.dtype), gw);
+    outs[1] = gw;
+  }
+  if (lp.bias_grad && !outs[2].defined()) outs[2] = sum(g2, {0});
+  for (int i = 0; i < 3; ++i) {
+    Tensor& out = c.out[static_cast<size_t>(i)];
+    if (!outs[i].defined()) continue;
+    if (!out.defined()) {
+      out = outs[i];
+      continue;
+    }
+    MIXT_CHECK_OP(out.sizes() == outs[i].sizes() && out.dtype() == lp.dtype && out.device() == outs[i].device(), c,
+                  "output {} is {} but the result is {}{} {}", i, out.describe(), lp.dtype, outs[i].sizes(),
+                  outs[i].device());
+    copy_(out, outs[i]);
+  }
+}
+
 }  // namespace
+
+int64_t bias_grad_epilogue_gemms() { return g_bgrad_gemms.load(std::memory_order_relaxed); }
 
 Tensor linear_epilogue(const Tensor& x, const Tensor& w, const Tensor& bias, Activation act, Tensor* pre_activation) {
   OpCall c(OpId::linear);
@@ -226,6 +321,7 @@ void register_gemm_kernels() {
   register_kernel(OpId::addmm, DispatchKey::CUDA, gemm::addmm_kernel);
   register_kernel(OpId::baddbmm, DispatchKey::CUDA, gemm::baddbmm_kernel);
   register_kernel(OpId::linear, DispatchKey::CUDA, gemm::linear_kernel);
+  register_kernel(OpId::linear_backward, DispatchKey::CUDA, gemm::linear_backward_kernel);
   register_scaled_mm_kernel();
 }
 

@@ -24,4 +24,8 @@ Tensor linear_epilogue(const Tensor& x, const Tensor& w, const Tensor& bias, Act
 // pre [rows, in]; float32, float16 or bfloat16.
 Tensor linear_dgelu(const Tensor& dy, const Tensor& w, const Tensor& pre, Tensor* bias_grad = nullptr);
 
+// How many GEMMs linear_backward has run with the BGRADB epilogue (the bias gradient written
+// by grad_weight's GEMM) in this process: tests observe that the fused path was taken.
+int64_t bias_grad_epilogue_gemms();
+
 }  // namespace mixt::cuda::gemm
