@@ -98,8 +98,8 @@ int run_kernels(const cli::Args& args) {
   Json rows = Json::array();
   double copy_rate = 0;
   std::printf("mixt-bench kernels on %s: median of %d runs\n\n", device.str().c_str(), reps);
-  std::printf("| %-46s | %9s | %8s | %6s | %6s |\n", "kernel (bytes it must move)", "ms", "GB/s", "xcopy", "target");
-  std::printf("|%s|%s|%s|%s|%s|\n", std::string(48, '-').c_str(), std::string(11, '-').c_str(),
+  std::printf("| %-54s | %9s | %8s | %6s | %6s |\n", "kernel (bytes it must move)", "ms", "GB/s", "xcopy", "target");
+  std::printf("|%s|%s|%s|%s|%s|\n", std::string(56, '-').c_str(), std::string(11, '-').c_str(),
               std::string(10, '-').c_str(), std::string(8, '-').c_str(), std::string(8, '-').c_str());
   // One table row: `target` is the lowest acceptable xcopy on CUDA (0: none).
   auto row = [&](const std::string& what, double bytes, double seconds, double target) {
@@ -107,7 +107,7 @@ int run_kernels(const cli::Args& args) {
     const double x = copy_rate > 0 ? rate / copy_rate : 1.0;
     char t[16] = "";
     if (target > 0) std::snprintf(t, sizeof t, "%.2f", target);
-    std::printf("| %-46s | %9.3f | %8.1f | %6.2f | %6s |\n", what.c_str(), seconds * 1e3, rate / 1e9, x, t);
+    std::printf("| %-54s | %9.3f | %8.1f | %6.2f | %6s |\n", what.c_str(), seconds * 1e3, rate / 1e9, x, t);
     Json r = {{"kernel", what}, {"bytes", bytes}, {"ms", seconds * 1e3}, {"gbs", rate / 1e9}, {"x_copy", x}};
     if (target > 0) r["target_x_copy"] = target;
     rows.push_back(r);
@@ -157,9 +157,23 @@ int run_kernels(const cli::Args& args) {
     namespace F = nn::functional;
     const Tensor g = randn(shape, {.dtype = kFloat32}).to(kBFloat16).to(device), y = F::softmax(x, 1);
     const Tensor xf = x.to(kFloat32), mean = xf.mean({1}), rstd = rsqrt(var(xf, {1}, 0) + 1e-5);
+    auto mean_of = [](const Tensor& t) { return t.mean({1}, true); };
     row("softmax_backward" + s, 1.5 * bytes, median_seconds(device, reps, inner, [&] { (void)F::softmax_backward(g, y, 1); }), 0);
+    // The same gradients as separate ops (autograd's formulas before the fused ops), for the ratio.
+    row("softmax_backward as separate ops" + s, 1.5 * bytes, median_seconds(device, reps, inner, [&] {
+          const Tensor yf = y.to(kFloat32), gf = g.to(kFloat32);
+          (void)mul(yf, sub(gf, sum(mul(gf, yf), {1}, true))).to(kBFloat16);
+        }), 0);
     row("layer_norm_backward" + s, 1.5 * bytes, median_seconds(device, reps, inner, [&] {
           (void)F::layer_norm_backward(g, x, {z.cols}, mean, rstd, w);
+        }), 0);
+    row("layer_norm_backward as separate ops" + s, 1.5 * bytes, median_seconds(device, reps, inner, [&] {
+          const Tensor m = mean.unsqueeze(1), r = rstd.unsqueeze(1), gf = g.to(kFloat32);
+          const Tensor xhat = mul(sub(xf, m), r), gw = mul(gf, w.to(kFloat32));
+          const Tensor inner_g = sub(sub(gw, mul(xhat, mean_of(mul(gw, xhat)))), mean_of(gw));
+          (void)mul(r, inner_g).to(kBFloat16);
+          (void)sum(mul(gf, xhat), {0});
+          (void)sum(gf, {0});
         }), 0);
     row("rms_norm_backward" + s, 1.5 * bytes, median_seconds(device, reps, inner, [&] {
           (void)F::rms_norm_backward(g, x, {z.cols}, rstd, w);
@@ -196,7 +210,7 @@ int run_kernels(const cli::Args& args) {
   }
 
   // ---- the host cost of one dispatched small op (queued, never waited for) ----
-  double small_op_us = 0;
+  double small_op_us = 0, bare_launch_us = 0;
   {
     Tensor a = full({16}, 1.0, f32), b = full({16}, 2.0, f32);
     const int64_t calls = 20000;
@@ -205,6 +219,15 @@ int run_kernels(const cli::Args& args) {
     small_op_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
     if (device.is_cuda()) cuda::synchronize();
     std::printf("\nhost cost of one dispatched add of 16 float32 elements: %.2f us per call\n", small_op_us);
+    if (device.is_cuda()) {
+      // The yardstick of the speed target (within 1.5 us of a bare launch): an empty kernel, queued the same way.
+      const auto t1 = std::chrono::steady_clock::now();
+      for (int64_t i = 0; i < calls; ++i) cuda::launch_empty_kernel();
+      bare_launch_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t1).count() / calls;
+      cuda::synchronize();
+      std::printf("host cost of one bare launch of an empty kernel: %.2f us per call (dispatch overhead %.2f us; "
+                  "target: at most 1.5)\n", bare_launch_us, small_op_us - bare_launch_us);
+    }
   }
   std::printf("GB/s counts the bytes a kernel must move; xcopy = its rate / the copy rate of the first row;\n"
               "target = the lowest xcopy the CUDA kernels aim for (see the CUDA backend's speed targets).\n");
@@ -213,6 +236,7 @@ int run_kernels(const cli::Args& args) {
                                       {"reps", reps},
                                       {"copy_gbs", copy_rate / 1e9},
                                       {"small_op_host_us", small_op_us},
+                                      {"bare_launch_host_us", device.is_cuda() ? Json(bare_launch_us) : Json(nullptr)},
                                       {"rows", rows}});
   return 0;
 }

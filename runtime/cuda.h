@@ -17,5 +17,9 @@ std::string unavailable_reason();
 void synchronize();
 // True when this build compiled the CUDA backend.
 bool is_compiled();
+// Queues one empty kernel (one block of one thread) on the current stream of the current
+// device and returns at once: the bare launch that `mixt-bench kernels --device cuda`
+// compares the host cost of a dispatched op with. Raises when CUDA is unavailable.
+void launch_empty_kernel();
 
 }  // namespace mixt::cuda

@@ -53,4 +53,13 @@ cudaError_t launch_fill(const LaunchLayout& layout, void* dst, int element_size,
   return cudaGetLastError();
 }
 
+namespace {
+__global__ void empty_kernel() {}
+}  // namespace
+
+cudaError_t launch_empty(cudaStream_t s) {
+  empty_kernel<<<1, 1, 0, s>>>();
+  return cudaGetLastError();
+}
+
 }  // namespace mixt::cuda

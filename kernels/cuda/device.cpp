@@ -9,6 +9,8 @@
 
 #include <mixt/kernels/cuda/device_error.h>
 #include <mixt/kernels/cuda/host.h>
+#include <mixt/kernels/cuda/launch.h>
+#include <mixt/kernels/cuda/stream.h>
 #include <mixt/runtime/check.h>
 #include <mixt/runtime/cuda.h>
 
@@ -49,6 +51,13 @@ bool is_compiled() { return true; }
 bool is_available() { return discovery().count > 0; }
 int device_count() { return discovery().count; }
 std::string unavailable_reason() { return discovery().reason; }
+
+void launch_empty_kernel() {
+  MIXT_CHECK(is_available(), "cuda::launch_empty_kernel", "CUDA is not available: {}", unavailable_reason());
+  int current = 0;
+  check(cudaGetDevice(&current), "cuda::launch_empty_kernel");
+  check(launch_empty(current_native_stream(current)), "cuda::launch_empty_kernel");
+}
 
 void synchronize() {
   if (!is_available()) return;

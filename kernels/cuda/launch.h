@@ -43,5 +43,7 @@ constexpr bool cast_supported(ScalarType from, ScalarType to) {
 cudaError_t launch_cast(const CastArgs& args, cudaStream_t stream);
 // Writes the `element_size`-byte pattern `bits` to every element of operand 0.
 cudaError_t launch_fill(const LaunchLayout& layout, void* dst, int element_size, uint64_t bits, cudaStream_t stream);
+// An empty kernel of one thread: the bare launch (cuda::launch_empty_kernel).
+cudaError_t launch_empty(cudaStream_t stream);
 
 }  // namespace mixt::cuda

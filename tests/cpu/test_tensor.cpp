@@ -169,5 +169,9 @@ TEST_CASE("CUDA discovery never fails", "[tensor]") {
   if (!available) {
     CHECK_FALSE(cuda::unavailable_reason().empty());
     CHECK_THROWS_AS(zeros({2}, {.device = Device::cuda(0)}), Error);
+    CHECK_THROWS_WITH(cuda::launch_empty_kernel(), Catch::Contains("cuda::launch_empty_kernel"));
+  } else {
+    cuda::launch_empty_kernel();  // queued on the current stream
+    cuda::synchronize();
   }
 }
