@@ -26,8 +26,9 @@ fi
 
 build_dir="${BUILD_DIR:-build}"
 if [ ! -f "$build_dir/build.ninja" ]; then
+  # nvcc through kernels/cuda/nvcc-with-depfile.sh, so ninja knows the headers of each .cu object.
   # shellcheck disable=SC2086
-  meson setup "$build_dir" ${MESON_ARGS:-}
+  meson setup "$build_dir" $(kernels/cuda/nvcc-with-depfile.sh --native-file "$build_dir") ${MESON_ARGS:-}
 fi
 ninja -C "$build_dir"
 

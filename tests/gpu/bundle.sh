@@ -17,7 +17,8 @@ out=${1:-gpu-bundle}
 build=${BUILD_DIR:-build-gpu-bundle}
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="$PATH:/usr/local/cuda/bin"
 if [ ! -f "$build/build.ninja" ]; then
-  meson setup "$build" -Dcuda=enabled -Dstatic_deps=true -Ddefault_library=shared -Dtests=true -Dbench=true \
+  # shellcheck disable=SC2046
+  meson setup "$build" $(kernels/cuda/nvcc-with-depfile.sh --native-file "$build") -Dcuda=enabled -Dstatic_deps=true -Ddefault_library=shared -Dtests=true -Dbench=true \
     -Dbuildtype=release -Dmpi=disabled
 fi
 
