@@ -67,13 +67,19 @@ inline void require(bool ok, const std::string& what) {
 
 // MIXT_EXAMPLE_DEVICE=cuda (tests/gpu/run.sh sets it) makes cuda:0 the default device of
 // the main thread's factories before main() starts, so the examples run on the GPU
-// unchanged. Unset or "cpu": the CPU, as written. Any other value stops the example.
+// unchanged (without a usable GPU they stop at once with exit status 1, saying why).
+// Unset or "cpu": the CPU, as written. Any other value stops the example.
 inline const bool kDeviceFromEnvironment = [] {
   const char* name = std::getenv("MIXT_EXAMPLE_DEVICE");
   if (!name || std::strcmp(name, "cpu") == 0) return false;
   if (std::strcmp(name, "cuda") != 0) {
     std::fprintf(stderr, "MIXT_EXAMPLE_DEVICE must be cpu or cuda, not \"%s\"\n", name);
     std::exit(2);
+  }
+  if (!mixt::cuda::is_available()) {  // say why and stop, rather than fail at the first allocation
+    std::fprintf(stderr, "MIXT_EXAMPLE_DEVICE=cuda, but CUDA is not available: %s\n",
+                 mixt::cuda::unavailable_reason().c_str());
+    std::exit(1);
   }
   static mixt::DefaultDeviceGuard guard(mixt::Device::cuda(0));  // for the whole run
   return true;
