@@ -31,22 +31,23 @@ struct Stats {
 
 Stats stats_of(const Tensor& s) { return {s.data_ptr(), s.dtype() == kFloat64}; }
 
-// The inputs, contiguous; the weight in float64 (or undefined).
+// The inputs, contiguous (the statistics read through `mean` and `rstd`); the weight in
+// float64 (or undefined).
 struct NormInputs {
-  Tensor g, x, weight;
+  Tensor g, x, weight, mean_t, rstd_t;
   Stats mean, rstd;  // mean.data is null for rms_norm
 };
 
-NormInputs gather_inputs(const OpCall& c, const NormBackwardPlan& p, Tensor* keep_mean, Tensor* keep_rstd) {
+NormInputs gather_inputs(const OpCall& c, const NormBackwardPlan& p) {
   NormInputs in;
   in.g = host::contiguous(c.in[0], c);
   in.x = host::contiguous(c.in[1], c);
   if (p.layer) {
-    *keep_mean = host::contiguous(c.in[2], c);
-    in.mean = stats_of(*keep_mean);
+    in.mean_t = host::contiguous(c.in[2], c);
+    in.mean = stats_of(in.mean_t);
   }
-  *keep_rstd = host::contiguous(c.in[p.layer ? 3 : 2], c);
-  in.rstd = stats_of(*keep_rstd);
+  in.rstd_t = host::contiguous(c.in[p.layer ? 3 : 2], c);
+  in.rstd = stats_of(in.rstd_t);
   if (p.weight >= 0) in.weight = host::contiguous(host::converted(c.in[p.weight], kFloat64, c), c);
   return in;
 }
@@ -131,8 +132,7 @@ void set_output(OpCall& c, size_t i, const Tensor& t) {
 void norm_backward_kernel(OpCall& c, DispatchKeySet) {
   const NormBackwardPlan p = plan_norm_backward(c);
   MIXT_CHECK_OP(c.in[1].is_cpu(), c, "the CPU kernel got a tensor on {}", c.in[1].device());
-  Tensor mean, rstd;
-  const NormInputs in = gather_inputs(c, p, &mean, &rstd);
+  const NormInputs in = gather_inputs(c, p);
   const Shape& normalized = c.attrs.get<attrs::NormBackward>().normalized_shape;
   const Device dev = in.x.device();
   const Tensor gx = p.input_grad ? make_empty(in.x.sizes(), in.x.dtype(), dev) : Tensor();

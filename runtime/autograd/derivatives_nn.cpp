@@ -26,8 +26,10 @@ Grads log_softmax_bw(const BackwardContext& c, const Grads& g) {
 }
 
 // The gradients a normalization node needs: its inputs are x, weight? and (layer_norm) bias?.
+// The bias is not saved (its values play no part): its metadata says whether it was given.
 F::NormGradsWanted wanted_grads(const BackwardContext& c) {
-  const bool has_bias = c.op() == OpId::layer_norm && c.num_inputs() > 2 && c.input(2).defined();
+  const bool has_bias =
+      c.op() == OpId::layer_norm && c.num_inputs() > 2 && c.input_meta(2).dtype != ScalarType::Undefined;
   return {c.needs_grad(0), c.input(1).defined() && c.needs_grad(1), has_bias && c.needs_grad(2)};
 }
 
@@ -64,7 +66,7 @@ Grads col2im_bw(const BackwardContext& c, const Grads& g) {
 void register_nn_derivatives() {
   define_derivative(OpId::softmax, {softmax_bw, 0, out0});
   define_derivative(OpId::log_softmax, {log_softmax_bw, 0, out0});
-  define_derivative(OpId::layer_norm, {layer_norm_bw, in0 | in1 | in2, out1 | out2});
+  define_derivative(OpId::layer_norm, {layer_norm_bw, in0 | in1, out1 | out2});
   define_derivative(OpId::rms_norm, {rms_norm_bw, in0 | in1, out1});
   define_derivative(OpId::im2col, {im2col_bw});
   define_derivative(OpId::col2im, {col2im_bw});

@@ -137,6 +137,21 @@ TEST_CASE("autograd through softmax, log_softmax and the norms uses the fused op
   }
 }
 
+// layer_norm's backward never reads the bias's values, so it does not save the bias: an
+// in-place update of the bias between forward and backward (a parameter step) is no error.
+TEST_CASE("layer_norm's backward does not hold the bias", "[backward_math]") {
+  Tensor x = seeded({3, 4}, -2, 2, 8, kFloat64).requires_grad_();
+  Tensor b = seeded({4}, -1, 1, 9, kFloat64).requires_grad_();
+  const Tensor y = nnf::layer_norm(x, {4}, Tensor(), b, 1e-5);
+  {
+    autograd::NoGradGuard no_grad;
+    b.add_(1.0);
+  }
+  y.sum().backward();
+  for (double v : values(b.grad())) CHECK(v == 3.0);  // the sum over the 3 rows of ones
+  REQUIRE(x.grad().defined());
+}
+
 TEST_CASE("the fused backward ops refuse bad input naming the op", "[backward_math]") {
   const Tensor x = ones({2, 3}), st = ones({2});
   CHECK_THROWS_WITH(nnf::softmax_backward(ones({2, 4}), x, 1), Catch::Contains("softmax_backward"));

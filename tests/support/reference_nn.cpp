@@ -33,6 +33,20 @@ Lines lines_along(const Sizes& s, int64_t dim) {
   return l;
 }
 
+// The mean (0 with `rms`) and the biased variance about it (the mean square with `rms`) of
+// the `cols` values at row.
+void row_moments(const double* row, int64_t cols, bool rms, double* mean, double* var) {
+  const double n = static_cast<double>(cols);
+  double m = 0, v = 0;
+  if (!rms) {
+    for (int64_t j = 0; j < cols; ++j) m += row[j];
+    m /= n;
+  }
+  for (int64_t j = 0; j < cols; ++j) v += (row[j] - m) * (row[j] - m);
+  *mean = m;
+  *var = v / n;
+}
+
 }  // namespace
 
 // ---- softmax and normalization ----
@@ -55,16 +69,10 @@ Ref softmax(const Ref& x, int64_t dim, bool log) {
 
 Vec norm_rows(const Vec& x, int64_t cols, double eps, const Vec& w, const Vec& b, bool rms) {
   Vec y(x.size());
-  const double n = static_cast<double>(cols);
   for (size_t r = 0; r < x.size() / at(cols); ++r) {
     const double* row = &x[r * at(cols)];
     double m = 0, v = 0;
-    if (!rms) {
-      for (int64_t j = 0; j < cols; ++j) m += row[j];
-      m /= n;
-    }
-    for (int64_t j = 0; j < cols; ++j) v += (row[j] - m) * (row[j] - m);
-    v /= n;
+    row_moments(row, cols, rms, &m, &v);
     for (int64_t j = 0; j < cols; ++j) {
       double o = (row[j] - m) / std::sqrt(v + eps);
       if (!w.empty()) o *= w[at(j)];
@@ -103,12 +111,7 @@ Ref norm_backward(const Ref& g, const Ref& x, int64_t cols, const Vec& w, double
     const double* row = &x.v[r * at(cols)];
     const double* gr = &g.v[r * at(cols)];
     double m = 0, v = 0;
-    if (!rms) {
-      for (int64_t j = 0; j < cols; ++j) m += row[j];
-      m /= n;
-    }
-    for (int64_t j = 0; j < cols; ++j) v += (row[j] - m) * (row[j] - m);
-    v /= n;
+    row_moments(row, cols, rms, &m, &v);
     const double rs = 1 / std::sqrt(v + eps);
     auto xhat = [&](int64_t j) { return (row[j] - m) * rs; };
     for (int64_t i = 0; i < cols; ++i) {
