@@ -1,9 +1,12 @@
 #include <mixt/autocast/explain.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <mixt/dispatcher/tls.h>
+#include <mixt/runtime/cuda.h>
 #include <mixt/runtime/io/atomic_file.h>
 #include <mixt/runtime/ops/ops.h>
 
@@ -11,6 +14,12 @@ namespace mixt::autocast {
 namespace {
 
 thread_local Explain* t_active = nullptr;
+
+// A device as the report shows it: the emulated CUDA device says so ("cuda(emu)").
+std::string shown_device(DeviceType t) {
+  if (t == DeviceType::CUDA && cuda::is_emulated()) return "cuda(emu)";
+  return std::string(device_type_name(t));
+}
 
 std::string dtype_list(const std::vector<ScalarType>& v) {
   std::string s;
@@ -124,15 +133,19 @@ std::string Explain::table() const {
     if (r.set_dtype != ScalarType::Undefined) casts += fmt::format("dtype={} ", dtype_name(r.set_dtype));
     if (!r.error.empty()) casts += "ERROR: " + r.error;
     // A rehearsed policy shows as "cpu<cuda": cpu tensors under CUDA's rules.
-    const std::string dev = r.policy_device == r.device ? std::string(device_type_name(r.device))
-                                                         : fmt::format("{}<{}", device_type_name(r.device),
-                                                                       device_type_name(r.policy_device));
+    const std::string dev = r.policy_device == r.device ? shown_device(r.device)
+                                                         : fmt::format("{}<{}", shown_device(r.device),
+                                                                       shown_device(r.policy_device));
     out += fmt::format("{:<34} {:<10} {:<15} {:<14} {:<28} {:<14} {}\n",
                        std::string(static_cast<size_t>(2 * r.depth), ' ') + r.op, dev, rule_name(r.rule),
                        policy_name(r.policy), dtype_list(r.inputs), dtype_list(r.outputs), casts);
   }
   out += fmt::format("{} ops, {} casts ({} cache hits), {} bytes cast\n", records_.size(), casts(), cache_hits(),
                      bytes_cast());
+  const bool on_cuda = std::any_of(records_.begin(), records_.end(),
+                                   [](const ExplainRecord& r) { return r.device == DeviceType::CUDA; });
+  if (on_cuda && cuda::is_emulated())
+    out += "cuda(emu): the emulated CUDA device (mixt's CUDA code run on the CPU; docs/emulated-cuda.md)\n";
   return out;
 }
 
@@ -155,7 +168,7 @@ std::string Explain::json() const {
     if (!r.error.empty()) rec["error"] = r.error;
     ops.push_back(rec);
   }
-  nlohmann::json doc = {{"ops", ops},
+  nlohmann::json doc = {{"ops", ops}, {"emulated_cuda", cuda::is_emulated()},
                         {"totals", {{"ops", records_.size()}, {"casts", casts()}, {"cache_hits", cache_hits()},
                                     {"bytes_cast", bytes_cast()}}}};
   return doc.dump(2);

@@ -15,8 +15,14 @@ int device_count();
 std::string unavailable_reason();
 // Waits for all work queued on the current device (no-op when unavailable).
 void synchronize();
-// True when this build compiled the CUDA backend.
+// True when this build compiled the CUDA backend (real or emulated).
 bool is_compiled();
+// True when the CUDA backend is the emulated device (-Dcuda=emulated): the CUDA code
+// runs on the CPU, for tests; no speed measured on it is a GPU's (docs/emulated-cuda.md).
+bool is_emulated();
+// The name of CUDA device `index` as the runtime reports it (the emulated device's
+// says so); raises when CUDA is unavailable or the device does not exist.
+std::string device_name(int index);
 // Queues one empty kernel (one block of one thread) on the current stream of the current
 // device and returns at once: the bare launch that `mixt-bench kernels --device cuda`
 // compares the host cost of a dispatched op with. Raises when CUDA is unavailable.

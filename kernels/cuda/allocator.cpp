@@ -80,7 +80,8 @@ class DeviceBackend final : public CudaEventBackend {
   void* raw_malloc(size_t bytes) override {
     DeviceGuard guard(device_, "allocate");
     void* p = nullptr;
-    return malloc_result(cudaMalloc(&p, bytes), p, "allocate");
+    const cudaError_t err = cudaMalloc(&p, bytes);  // before p is read: argument order is unspecified
+    return malloc_result(err, p, "allocate");
   }
   void raw_free(void* p, size_t) override {
     DeviceGuard guard(device_, "cuda::empty_cache");
@@ -96,7 +97,8 @@ class PinnedBackend final : public CudaEventBackend {
  public:
   void* raw_malloc(size_t bytes) override {
     void* p = nullptr;
-    return malloc_result(cudaHostAlloc(&p, bytes, cudaHostAllocPortable), p, "cuda::empty_pinned");
+    const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+    return malloc_result(err, p, "cuda::empty_pinned");
   }
   void raw_free(void* p, size_t) override { check(cudaFreeHost(p), "cuda::empty_cache"); }
 };

@@ -77,13 +77,13 @@ cudaError_t launch_unscale_check(const UnscaleArgs& a, cudaStream_t stream) {
   if (a.chunks.n_chunks == 0) return cudaSuccess;
   return visit_dtype<dtypes::kStandardFloat>(a.dtype, "amp_unscale_check_", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    unscale_check_kernel<T><<<a.chunks.n_chunks, kMultiTensorThreads, 0, stream>>>(a);
+    launch_kernel(unscale_check_kernel<T>, {a.chunks.n_chunks, kMultiTensorThreads, 0, stream}, a);
     return cudaGetLastError();
   });
 }
 
 cudaError_t launch_update_scale(const UpdateScaleArgs& a, cudaStream_t stream) {
-  update_scale_kernel<<<1, 1, 0, stream>>>(a);
+  launch_kernel(update_scale_kernel, {1, 1, 0, stream}, a);
   return cudaGetLastError();
 }
 

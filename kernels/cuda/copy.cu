@@ -44,10 +44,10 @@ cudaError_t launch_fill(const LaunchLayout& layout, void* dst, int element_size,
   char* p = static_cast<char*>(dst);
   const unsigned b = blocks_for(L.numel);
   switch (element_size) {
-    case 1: fill_kernel<<<b, kBlockThreads, 0, s>>>(L, dense, p, static_cast<uint8_t>(bits)); break;
-    case 2: fill_kernel<<<b, kBlockThreads, 0, s>>>(L, dense, p, static_cast<uint16_t>(bits)); break;
-    case 4: fill_kernel<<<b, kBlockThreads, 0, s>>>(L, dense, p, static_cast<uint32_t>(bits)); break;
-    case 8: fill_kernel<<<b, kBlockThreads, 0, s>>>(L, dense, p, bits); break;
+    case 1: launch_kernel(fill_kernel<uint8_t>, {b, kBlockThreads, 0, s}, L, dense, p, static_cast<uint8_t>(bits)); break;
+    case 2: launch_kernel(fill_kernel<uint16_t>, {b, kBlockThreads, 0, s}, L, dense, p, static_cast<uint16_t>(bits)); break;
+    case 4: launch_kernel(fill_kernel<uint32_t>, {b, kBlockThreads, 0, s}, L, dense, p, static_cast<uint32_t>(bits)); break;
+    case 8: launch_kernel(fill_kernel<uint64_t>, {b, kBlockThreads, 0, s}, L, dense, p, bits); break;
     default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
@@ -58,7 +58,7 @@ __global__ void empty_kernel() {}
 }  // namespace
 
 cudaError_t launch_empty(cudaStream_t s) {
-  empty_kernel<<<1, 1, 0, s>>>();
+  launch_kernel(empty_kernel, {1, 1, 0, s});
   return cudaGetLastError();
 }
 

@@ -48,6 +48,21 @@ const Discovery& discovery() {
 }  // namespace
 
 bool is_compiled() { return true; }
+
+#if defined(MIXT_CUDA_EMULATED)
+bool is_emulated() { return true; }
+#else
+bool is_emulated() { return false; }
+#endif
+
+std::string device_name(int index) {
+  MIXT_CHECK(is_available(), "cuda::device_name", "CUDA is not available: {}", unavailable_reason());
+  MIXT_CHECK(index >= 0 && index < device_count(), "cuda::device_name", "cuda:{} does not exist: {} CUDA device(s) present",
+             index, device_count());
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, index), "cuda::device_name");
+  return std::string(prop.name);
+}
 bool is_available() { return discovery().count > 0; }
 int device_count() { return discovery().count; }
 std::string unavailable_reason() { return discovery().reason; }
@@ -70,7 +85,8 @@ void synchronize() {
 void check(cudaError_t err, const char* op) {
   if (MIXT_LIKELY(err == cudaSuccess)) return;
   cudaGetLastError();  // clear a non-sticky error so the next call starts clean
-  MIXT_FAIL(op, "CUDA error {}: {}", cudaGetErrorName(err), cudaGetErrorString(err));
+  MIXT_FAIL(op, "CUDA error {}: {}{}", cudaGetErrorName(err), cudaGetErrorString(err),
+            is_emulated() ? " [on the emulated CUDA device]" : "");
 }
 
 DeviceGuard::DeviceGuard(int index, const char* op) {

@@ -43,7 +43,7 @@ constexpr const char* device_error_text(DeviceError e) {
   return "an unknown device error";
 }
 
-#ifdef __CUDACC__
+#if defined(__CUDACC__) || defined(MIXT_EMULATED_DEVICE_CODE)
 // Records `e` in the error word unless an earlier error is there (device code).
 __device__ __forceinline__ void report_device_error(uint32_t* word, DeviceError e) {
   atomicCAS(word, 0u, static_cast<uint32_t>(e));

@@ -127,7 +127,7 @@ cudaError_t launch_elementwise(const ElementwiseArgs& a, const F& f, cudaStream_
   const int width = elementwise_vector_width(a.layout.contiguous, kWidest, addresses, 1 + sizeof...(T));
   const LoopKind kind = !a.layout.contiguous ? LoopKind::Strided : width > 1 ? LoopKind::Vector : LoopKind::Dense;
   const unsigned blocks = blocks_for(kind == LoopKind::Vector ? (L.numel + N - 1) / N : L.numel);
-  elementwise_kernel<Out, N, F, T...><<<blocks, kBlockThreads, 0, stream>>>(L, kind, static_cast<char*>(a.out), f,
+  launch_kernel(elementwise_kernel<Out, N, F, T...>, {blocks, kBlockThreads, 0, stream}, L, kind, static_cast<char*>(a.out), f,
                                                                             in...);
   return cudaGetLastError();
 }

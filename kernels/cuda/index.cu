@@ -111,8 +111,7 @@ cudaError_t launch_gather(const GatherArgs& a, cudaStream_t stream) {
   if (a.layout.numel == 0) return cudaSuccess;
   return visit_size(a.element_size, [&](auto u) {
     return visit_index(a.index_dtype, [&](auto i) {
-      gather_kernel<typename decltype(u)::type, typename decltype(i)::type>
-          <<<blocks_for(a.layout.numel), kBlockThreads, 0, stream>>>(a);
+      launch_kernel(gather_kernel<typename decltype(u)::type, typename decltype(i)::type>, {blocks_for(a.layout.numel), kBlockThreads, 0, stream}, a);
       return cudaGetLastError();
     });
   });
@@ -125,22 +124,22 @@ cudaError_t launch_scatter(const ScatterArgs& a, cudaStream_t stream) {
     using I = typename decltype(i)::type;
     if (a.mode == ScatterMode::Assign) {
       return visit_size(static_cast<int>(element_size(a.dtype)), [&](auto u) {
-        scatter_kernel<typename decltype(u)::type, I, ScatterMode::Assign, false><<<blocks, kBlockThreads, 0, stream>>>(a);
+        launch_kernel(scatter_kernel<typename decltype(u)::type, I, ScatterMode::Assign, false>, {blocks, kBlockThreads, 0, stream}, a);
         return cudaGetLastError();
       });
     }
     if (a.atomic) {
       switch (a.dtype) {
-        case ScalarType::Float32: scatter_kernel<float, I, ScatterMode::Add, true><<<blocks, kBlockThreads, 0, stream>>>(a); break;
-        case ScalarType::Float64: scatter_kernel<double, I, ScatterMode::Add, true><<<blocks, kBlockThreads, 0, stream>>>(a); break;
-        case ScalarType::Int32: scatter_kernel<int32_t, I, ScatterMode::Add, true><<<blocks, kBlockThreads, 0, stream>>>(a); break;
-        case ScalarType::Int64: scatter_kernel<int64_t, I, ScatterMode::Add, true><<<blocks, kBlockThreads, 0, stream>>>(a); break;
+        case ScalarType::Float32: launch_kernel(scatter_kernel<float, I, ScatterMode::Add, true>, {blocks, kBlockThreads, 0, stream}, a); break;
+        case ScalarType::Float64: launch_kernel(scatter_kernel<double, I, ScatterMode::Add, true>, {blocks, kBlockThreads, 0, stream}, a); break;
+        case ScalarType::Int32: launch_kernel(scatter_kernel<int32_t, I, ScatterMode::Add, true>, {blocks, kBlockThreads, 0, stream}, a); break;
+        case ScalarType::Int64: launch_kernel(scatter_kernel<int64_t, I, ScatterMode::Add, true>, {blocks, kBlockThreads, 0, stream}, a); break;
         default: return cudaErrorInvalidValue;
       }
       return cudaGetLastError();
     }
     return visit_dtype(a.dtype, "scatter_add", [&](auto t) {
-      scatter_kernel<typename decltype(t)::type, I, ScatterMode::Add, false><<<blocks, kBlockThreads, 0, stream>>>(a);
+      launch_kernel(scatter_kernel<typename decltype(t)::type, I, ScatterMode::Add, false>, {blocks, kBlockThreads, 0, stream}, a);
       return cudaGetLastError();
     });
   });
@@ -150,7 +149,7 @@ cudaError_t launch_masked_fill(const MaskedFillArgs& a, cudaStream_t stream) {
   if (a.layout.numel == 0) return cudaSuccess;
   return visit_size(a.element_size, [&](auto u) {
     using U = typename decltype(u)::type;
-    masked_fill_kernel<U><<<blocks_for(a.layout.numel), kBlockThreads, 0, stream>>>(a, static_cast<U>(a.value_bits));
+    launch_kernel(masked_fill_kernel<U>, {blocks_for(a.layout.numel), kBlockThreads, 0, stream}, a, static_cast<U>(a.value_bits));
     return cudaGetLastError();
   });
 }

@@ -6,6 +6,7 @@
 
 #include <mixt/kernels/common/layout_index.h>
 #include <mixt/kernels/cuda/launch.h>
+#include <mixt/kernels/cuda/launch_kernel.cuh>
 
 namespace mixt::cuda {
 

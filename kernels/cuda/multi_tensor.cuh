@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include <mixt/kernels/common/multi_tensor_plan.h>
+#include <mixt/kernels/cuda/launch_kernel.cuh>
 
 namespace mixt::cuda {
 

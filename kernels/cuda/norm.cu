@@ -76,8 +76,7 @@ cudaError_t launch_norm(const NormArgs& args, cudaStream_t stream) {
     const int threads = row_block_threads(args.cols);
     const bool cache = row_cache_fits(args.cols, sizeof(double));
     const unsigned blocks = static_cast<unsigned>(args.rows < kMaxBlocks ? args.rows : kMaxBlocks);
-    norm_rows_kernel<T><<<blocks, threads, static_cast<size_t>(row_shared_bytes(threads, args.cols, sizeof(double))),
-                          stream>>>(args, cache);
+    launch_kernel(norm_rows_kernel<T>, {blocks, threads, static_cast<size_t>(row_shared_bytes(threads, args.cols, sizeof(double))), stream}, args, cache);
     return cudaGetLastError();
   });
 }

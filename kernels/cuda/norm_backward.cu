@@ -98,7 +98,7 @@ cudaError_t launch_typed(const NormBackwardArgs& a, cudaStream_t s) {
   if (a.gx && a.rows > 0 && a.cols > 0) {
     const int threads = row_block_threads(a.cols);
     const unsigned blocks = static_cast<unsigned>(a.rows < kMaxBlocks ? a.rows : kMaxBlocks);
-    norm_input_grad_kernel<T><<<blocks, threads, static_cast<size_t>(threads * kRowPartialBytes), s>>>(a);
+    launch_kernel(norm_input_grad_kernel<T>, {blocks, threads, static_cast<size_t>(threads * kRowPartialBytes), s}, a);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
   if ((a.gw || a.gb) && a.cols > 0) {
@@ -106,10 +106,10 @@ cudaError_t launch_typed(const NormBackwardArgs& a, cudaStream_t s) {
     if (plan.chunks > 0) {
       const dim3 grid(static_cast<unsigned>((a.cols + kBlockThreads - 1) / kBlockThreads),
                       static_cast<unsigned>(plan.chunks));
-      norm_column_partials_kernel<T><<<grid, kBlockThreads, 0, s>>>(a, plan);
+      launch_kernel(norm_column_partials_kernel<T>, {grid, kBlockThreads, 0, s}, a, plan);
       if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
     }
-    norm_column_fold_kernel<<<blocks_for(a.cols), kBlockThreads, 0, s>>>(a, plan.chunks);
+    launch_kernel(norm_column_fold_kernel, {blocks_for(a.cols), kBlockThreads, 0, s}, a, plan.chunks);
   }
   return cudaGetLastError();
 }

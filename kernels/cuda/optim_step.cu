@@ -114,7 +114,7 @@ cudaError_t launch_adam_step(const AdamArgs& a, cudaStream_t stream) {
   return visit_dtype<dtypes::kStandardFloat>(a.dtype, "adam_step_", [&](auto tag) {
     using P = typename decltype(tag)::type;
     return with_flags([&]<bool L2, bool Ams>() {
-      adam_kernel<P, L2, Ams><<<a.chunks.n_chunks, kMultiTensorThreads, 0, stream>>>(a);
+      launch_kernel(adam_kernel<P, L2, Ams>, {a.chunks.n_chunks, kMultiTensorThreads, 0, stream}, a);
       return cudaGetLastError();
     }, l2, a.amsgrad);
   });
@@ -125,7 +125,7 @@ cudaError_t launch_sgd_step(const SgdArgs& a, cudaStream_t stream) {
   return visit_dtype<dtypes::kStandardFloat>(a.dtype, "sgd_step_", [&](auto tag) {
     using P = typename decltype(tag)::type;
     return with_flags([&]<bool L2, bool Momentum, bool Nesterov>() {
-      sgd_kernel<P, L2, Momentum, Nesterov><<<a.chunks.n_chunks, kMultiTensorThreads, 0, stream>>>(a);
+      launch_kernel(sgd_kernel<P, L2, Momentum, Nesterov>, {a.chunks.n_chunks, kMultiTensorThreads, 0, stream}, a);
       return cudaGetLastError();
     }, a.weight_decay != 0.0, a.momentum != 0.0, a.nesterov);
   });
@@ -133,7 +133,7 @@ cudaError_t launch_sgd_step(const SgdArgs& a, cudaStream_t stream) {
 
 cudaError_t launch_advance_steps(const AdvanceStepsArgs& a, cudaStream_t stream) {
   if (a.n == 0) return cudaSuccess;
-  advance_steps_kernel<<<1, AdvanceStepsArgs::kMaxCounters, 0, stream>>>(a);
+  launch_kernel(advance_steps_kernel, {1, AdvanceStepsArgs::kMaxCounters, 0, stream}, a);
   return cudaGetLastError();
 }
 

@@ -20,6 +20,7 @@
 #include <mixt/kernels/common/reduce_geometry.h>
 #include <mixt/kernels/common/reducers.h>
 #include <mixt/kernels/cuda/convert.cuh>
+#include <mixt/kernels/cuda/launch_kernel.cuh>
 #include <mixt/runtime/dtype.h>
 
 namespace mixt::cuda {
@@ -42,7 +43,7 @@ __device__ __forceinline__ T store_as(V v) {
 // The block's dynamic shared memory: the partials first (blockDim.x accumulators), then
 // what a row kernel keeps there (row_cache_offset).
 __device__ __forceinline__ unsigned char* shared_bytes() {
-  extern __shared__ __align__(16) unsigned char mixt_reduce_smem[];
+  MIXT_DYNAMIC_SHARED_BYTES(mixt_reduce_smem);
   return mixt_reduce_smem;
 }
 template <class Acc>
@@ -143,15 +144,15 @@ cudaError_t launch_reduce_kernel(const ReduceGeometry& g, const ReduceLaunch& pl
   const size_t smem = plan.group > 1 ? static_cast<size_t>(plan.block) * sizeof(acc_t) : 0;
   const char* p = static_cast<const char*>(in);
   if (plan.splits <= 1) {
-    reduce_kernel<<<plan.blocks, plan.block, smem, stream>>>(g, plan, p, r, load, store, nullptr);
+    launch_kernel(reduce_kernel<R, Load, Store>, {plan.blocks, plan.block, smem, stream}, g, plan, p, r, load, store, nullptr);
     return cudaGetLastError();
   }
   if (workspace == nullptr) return cudaErrorInvalidValue;
   acc_t* partials = static_cast<acc_t*>(workspace);
   const dim3 grid(plan.blocks, static_cast<unsigned>(plan.splits));
-  reduce_kernel<<<grid, plan.block, smem, stream>>>(g, plan, p, r, load, store, partials);
+  launch_kernel(reduce_kernel<R, Load, Store>, {grid, plan.block, smem, stream}, g, plan, p, r, load, store, partials);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  reduce_partials_kernel<<<blocks_for(g.out_numel), kBlockThreads, 0, stream>>>(g.out_numel, plan.splits, partials, r,
+  launch_kernel(reduce_partials_kernel<R, Store>, {blocks_for(g.out_numel), kBlockThreads, 0, stream}, g.out_numel, plan.splits, partials, r,
                                                                                store);
   return cudaGetLastError();
 }

@@ -29,7 +29,7 @@ __global__ void scan_kernel(ScanArgs a) {
 
 template <class T, class Acc, class Out>
 cudaError_t launch_typed(const ScanArgs& a, cudaStream_t s) {
-  scan_kernel<T, Acc, Out><<<blocks_for(a.lines.numel), kBlockThreads, 0, s>>>(a);
+  launch_kernel(scan_kernel<T, Acc, Out>, {blocks_for(a.lines.numel), kBlockThreads, 0, s}, a);
   return cudaGetLastError();
 }
 

@@ -33,6 +33,8 @@ void register_cuda_kernels() { set_allocator(DeviceType::CUDA, &g_unavailable); 
 
 namespace cuda {
 bool is_compiled() { return false; }
+bool is_emulated() { return false; }
+std::string device_name(int) { unavailable("cuda::device_name"); }
 bool is_available() { return false; }
 int device_count() { return 0; }
 std::string unavailable_reason() { return "no CUDA in this build: mixt was built without its CUDA backend (-Dcuda=disabled or no nvcc)"; }

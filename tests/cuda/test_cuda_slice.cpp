@@ -262,13 +262,15 @@ void test_fill() {
   expect_same(d, t, "strided fill_");
   d.zero_();
   expect_same(d, host(std::vector<double>(60, 0.0), kFloat16, {6, 10}), "zero_");
-  // Out-of-range integers wrap as on the CPU (convert<T>).
+  // A fill value out of the integer type's range is refused on both devices (as the CPU
+  // and PyTorch do: "value cannot be converted ... without overflow"), and changes nothing.
   Tensor i8 = host({1, 2}, kInt8);
   Tensor i8_d = i8.to(kGpu);
-  i8_d.fill_(300);
-  i8.fill_(300);
-  expect_same(i8_d, i8, "fill_ of int8 with 300 matches the CPU");
-  expect_same(i8_d, from_vector(std::vector<int8_t>{44, 44}), "fill_ of int8 with 300 wraps");
+  expect_error("fill_ of int8 with 300 on the device", [&] { i8_d.fill_(300); });
+  expect_error("fill_ of int8 with 300 on the CPU", [&] { i8.fill_(300); });
+  expect_same(i8_d, from_vector(std::vector<int8_t>{1, 2}), "a refused fill_ leaves the tensor alone");
+  i8_d.fill_(-128);
+  expect_same(i8_d, from_vector(std::vector<int8_t>{-128, -128}), "fill_ of int8 with its minimum");
   // Factories on the device.
   TensorOptions on_gpu;
   on_gpu.device = kGpu;

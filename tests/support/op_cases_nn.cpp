@@ -112,7 +112,8 @@ void add_norm_cases(Builder& b) {
   // Training: the batch statistics come from mean and var (double, rounded once), then as above.
   b.add("batch_norm/train", OpId::batch_norm, F, kNoCuda, inputs({{{4, 3, 2}, -2, 2}, {{3}, 0.5, 1.5}, {{3}, -1, 1}}),
         run([](const Ins& in) {
-          const TensorOptions o{.dtype = in[0].dtype()};
+          // The running statistics live on the input's device (a mixed-device call is refused).
+          const TensorOptions o{.dtype = in[0].dtype(), .device = in[0].device()};
           return nnf::batch_norm(in[0], zeros({3}, o), ones({3}, o), in[1], in[2], true, 0.1, 1e-3);
         }))
       .with([](const Refs& in, ScalarType) { return ref::batch_norm(in[0], {}, {}, in[1].v, in[2].v, true, 1e-3); },

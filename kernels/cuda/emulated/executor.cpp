@@ -1,0 +1,424 @@
+// Runs the kernels of the emulated CUDA device (Note [Emulated CUDA device] in
+// docs/notes/emulated-cuda.md): launch limits checked like an H200's, the grid queued
+// as one piece of stream-ordered work, blocks spread over the CPU's threads, the
+// threads of a block as fibers (Boost.Context's fcontext: a switch is a few
+// instructions, no system call) that meet at barriers. A block whose threads reach
+// different barriers, or exit while others wait, is a fault naming the kernel's
+// launch site, the block and the threads.
+#include <boost/context/detail/fcontext.hpp>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <mixt/kernels/cuda/emulated/device_runtime.h>
+#include <mixt/kernels/cuda/emulated/emulator.h>
+#include <mixt/kernels/cuda/emulated/executor.h>
+#include <mixt/kernels/cuda/emulated/runtime_state.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define MIXT_EMULATED_ASAN 1
+#endif
+
+thread_local uint3 threadIdx __attribute__((tls_model("initial-exec")));
+thread_local uint3 blockIdx __attribute__((tls_model("initial-exec")));
+thread_local dim3 blockDim __attribute__((tls_model("initial-exec")));
+thread_local dim3 gridDim __attribute__((tls_model("initial-exec")));
+
+namespace mixt::cuda::emulated {
+namespace {
+
+namespace ctx = boost::context::detail;
+
+#if defined(MIXT_EMULATED_ASAN)
+constexpr size_t kStackBytes = size_t{512} << 10;  // instrumented frames are larger
+#else
+constexpr size_t kStackBytes = size_t{128} << 10;
+#endif
+
+// One fiber stack: mmap'd with a guard page below it, so an overflow faults at once.
+struct Stack {
+  char* base = nullptr;  // lowest usable byte
+  size_t bytes = 0;
+};
+
+Stack map_stack() {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* p = mmap(nullptr, kStackBytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  mprotect(p, page, PROT_NONE);
+  return Stack{static_cast<char*>(p) + page, kStackBytes};
+}
+
+// The stacks of one CPU thread, reused from block to block.
+struct StackPool {
+  std::vector<Stack> free;
+  ~StackPool() {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    for (const Stack& s : free) munmap(s.base - page, s.bytes + page);
+  }
+  Stack get() {
+    if (free.empty()) return map_stack();
+    Stack s = free.back();
+    free.pop_back();
+#if defined(MIXT_EMULATED_ASAN)
+    __asan_unpoison_memory_region(s.base, s.bytes);  // an abandoned fiber's frames stay poisoned
+#endif
+    return s;
+  }
+  void put(Stack s) { free.push_back(s); }
+};
+
+enum class FiberState : uint8_t { NotStarted, AtBarrier, Exited };
+
+struct CudaThread {
+  uint3 index{};
+  FiberState state = FiberState::NotStarted;
+  ctx::fcontext_t context = nullptr;
+  Stack stack;
+  const char* barrier_file = nullptr;  // the barrier's source line
+  int barrier_line = 0;
+  int barrier_kind = 0;
+  int predicate = 0;
+  int result = 0;
+  void* fake_stack = nullptr;  // ASan's bookkeeping while the fiber is switched out
+};
+
+struct Grid;
+
+// The block a CPU thread is running (its fibers read it).
+struct BlockRun {
+  const Grid* grid = nullptr;
+  CudaThread* current = nullptr;
+  ctx::fcontext_t scheduler = nullptr;
+  unsigned char* shared = nullptr;
+  void* scheduler_fake_stack = nullptr;
+  const void* scheduler_bottom = nullptr;
+  size_t scheduler_size = 0;
+};
+
+thread_local BlockRun* t_block = nullptr;
+thread_local StackPool t_stacks;
+
+// One launch, queued on a stream: the parameters are copied at launch, as CUDA does.
+struct Grid {
+  LaunchRequest request;
+  ThreadBody body = nullptr;
+  std::shared_ptr<void> params;
+  std::string name;  // the launch site, for fault reports
+  uint64_t launch_number = 0;
+};
+
+std::string site_name(const std::source_location& s) {
+  std::string fn = s.function_name();
+  if (fn.size() > 160) fn = fn.substr(0, 157) + "...";
+  std::string file = s.file_name();
+  if (const size_t k = file.rfind("kernels/"); k != std::string::npos) file = file.substr(k);
+  return "the kernel launched at " + file + ":" + std::to_string(s.line()) + " (in " + fn + ")";
+}
+
+std::string dim_text(uint3 d) {
+  return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) + ")";
+}
+
+// "threads 0-31, 64" for a sorted list of linear thread numbers.
+std::string thread_list(const std::vector<unsigned>& ids) {
+  std::string out;
+  size_t shown = 0;
+  for (size_t i = 0; i < ids.size() && shown < 8; ++shown) {
+    size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += j == i ? std::to_string(ids[i]) : std::to_string(ids[i]) + "-" + std::to_string(ids[j]);
+    i = j + 1;
+  }
+  if (shown == 8) out += ", ...";
+  return out;
+}
+
+// "kernels/cuda/reduce.cuh:65": where a thread waits.
+std::string barrier_text(const CudaThread& t) {
+  std::string file = t.barrier_file ? t.barrier_file : "?";
+  if (const size_t k = file.rfind("kernels/"); k != std::string::npos) file = file.substr(k);
+  return file + ":" + std::to_string(t.barrier_line);
+}
+
+// Leaves an exited fiber for good (its stack goes back to the pool).
+[[noreturn]] void exit_to_scheduler(BlockRun* b) {
+#if defined(MIXT_EMULATED_ASAN)
+  __sanitizer_start_switch_fiber(nullptr, b->scheduler_bottom, b->scheduler_size);
+#endif
+  ctx::jump_fcontext(b->scheduler, nullptr);
+  std::abort();  // an exited fiber is never resumed
+}
+
+void fiber_entry(ctx::transfer_t t) {
+  BlockRun* b = t_block;
+  b->scheduler = t.fctx;
+#if defined(MIXT_EMULATED_ASAN)
+  __sanitizer_finish_switch_fiber(nullptr, &b->scheduler_bottom, &b->scheduler_size);
+#endif
+  CudaThread* me = b->current;
+  b->grid->body(b->grid->params.get());
+  me->state = FiberState::Exited;
+  exit_to_scheduler(b);
+}
+
+// Runs thread `th` until it reaches a barrier or exits.
+void resume(BlockRun& b, CudaThread& th) {
+  b.current = &th;
+  threadIdx = th.index;
+  if (th.state == FiberState::NotStarted) {
+    th.stack = t_stacks.get();
+    th.context = ctx::make_fcontext(th.stack.base + th.stack.bytes, th.stack.bytes, &fiber_entry);
+  }
+#if defined(MIXT_EMULATED_ASAN)
+  __sanitizer_start_switch_fiber(&b.scheduler_fake_stack, th.stack.base, th.stack.bytes);
+#endif
+  const ctx::transfer_t r = ctx::jump_fcontext(th.context, nullptr);
+#if defined(MIXT_EMULATED_ASAN)
+  __sanitizer_finish_switch_fiber(b.scheduler_fake_stack, nullptr, nullptr);
+#endif
+  th.context = r.fctx;
+  if (th.state == FiberState::Exited) {
+    t_stacks.put(th.stack);
+    th.stack = Stack{};
+  }
+}
+
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// The order a block's threads are resumed in at phase `phase` (each phase ends at a barrier).
+void thread_order(std::vector<unsigned>& order, uint64_t block_seed, int phase) {
+  std::iota(order.begin(), order.end(), 0u);
+  switch (settings().order) {
+    case BlockOrder::Natural: break;
+    case BlockOrder::Reverse: std::reverse(order.begin(), order.end()); break;
+    case BlockOrder::Shuffle: {
+      std::mt19937_64 g(mix(block_seed ^ (static_cast<uint64_t>(phase) << 40)));
+      std::shuffle(order.begin(), order.end(), g);
+      break;
+    }
+  }
+}
+
+// Runs one block to its end; returns false (after recording the fault) when its threads diverged.
+bool run_block(const Grid& grid, uint64_t linear_block) {
+  const dim3 g = grid.request.grid, bd = grid.request.block;
+  blockIdx = uint3{static_cast<unsigned>(linear_block % g.x), static_cast<unsigned>(linear_block / g.x % g.y),
+                   static_cast<unsigned>(linear_block / (static_cast<uint64_t>(g.x) * g.y))};
+  blockDim = bd;
+  gridDim = g;
+  const unsigned n = bd.x * bd.y * bd.z;
+  std::vector<CudaThread> threads(n);
+  for (unsigned t = 0; t < n; ++t) threads[t].index = uint3{t % bd.x, t / bd.x % bd.y, t / (bd.x * bd.y)};
+  // Exactly the launch's size (AddressSanitizer sees any access past it), poisoned with
+  // 0xff bytes (NaN in every floating type) so a read before a write shows.
+  const size_t shared_bytes = grid.request.shared_bytes;
+  std::unique_ptr<unsigned char[]> shared(new (std::align_val_t{16}) unsigned char[shared_bytes]);
+  std::memset(shared.get(), 0xff, shared_bytes);
+  BlockRun b;
+  b.grid = &grid;
+  b.shared = shared.get();
+  t_block = &b;
+  std::vector<unsigned> order(n);
+  const uint64_t block_seed = mix(settings().seed ^ mix(grid.launch_number) ^ linear_block);
+  std::string fault;
+  for (int phase = 0;; ++phase) {
+    thread_order(order, block_seed, phase);
+    for (unsigned t : order)
+      if (threads[t].state != FiberState::Exited) resume(b, threads[t]);
+    std::vector<unsigned> waiting, exited;
+    for (unsigned t = 0; t < n; ++t) (threads[t].state == FiberState::Exited ? exited : waiting).push_back(t);
+    if (waiting.empty()) break;
+    const std::string where = grid.name + ", block " + dim_text(blockIdx) + " of grid " +
+                              dim_text(uint3{g.x, g.y, g.z}) + ", " + std::to_string(n) + " threads a block";
+    if (!exited.empty()) {
+      fault = "barrier divergence in " + where + ": threads " + thread_list(waiting) + " wait at the barrier at " +
+              barrier_text(threads[waiting.front()]) + " while threads " + thread_list(exited) + " have exited";
+      break;
+    }
+    const CudaThread& first = threads[waiting.front()];
+    const auto same_barrier = [&](const CudaThread& t) {
+      return t.barrier_line == first.barrier_line && t.barrier_kind == first.barrier_kind &&
+             std::strcmp(t.barrier_file, first.barrier_file) == 0;
+    };
+    std::vector<unsigned> same, other;
+    for (unsigned t : waiting) (same_barrier(threads[t]) ? same : other).push_back(t);
+    if (!other.empty()) {
+      fault = "barrier divergence in " + where + ": threads " + thread_list(same) + " wait at the barrier at " +
+              barrier_text(first) + " while threads " + thread_list(other) + " wait at the one at " +
+              barrier_text(threads[other.front()]) + " (every thread of a block must reach the same __syncthreads)";
+      break;
+    }
+    int any = 0, all = 1, count = 0;
+    for (unsigned t : waiting) {
+      any |= threads[t].predicate;
+      all &= threads[t].predicate;
+      count += threads[t].predicate;
+    }
+    const int result = first.barrier_kind == 1 ? any : first.barrier_kind == 2 ? all : count;
+    for (unsigned t : waiting) threads[t].result = result;
+  }
+  t_block = nullptr;
+  if (fault.empty()) return true;
+  for (CudaThread& th : threads)  // abandon the suspended fibers; their stacks go back to the pool
+    if (th.stack.base) t_stacks.put(th.stack);
+  record_fault(cudaErrorLaunchFailure, fault);
+  return false;
+}
+
+// The CPU threads that run blocks, shared by every launch (one grid at a time).
+class BlockPool {
+ public:
+  static BlockPool& get() {
+    static BlockPool* pool = new BlockPool();  // never destroyed: workers may outlive static destruction
+    return *pool;
+  }
+
+  // Runs every block of `grid` in `order`, spread over the workers and the caller.
+  void run(const Grid& grid, const std::vector<uint64_t>& order) {
+    std::lock_guard<std::mutex> one_grid(run_mutex_);
+    if (order.size() == 1 || workers_.empty()) {
+      for (uint64_t blk : order)
+        if (!run_block(grid, blk)) break;
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      grid_ = &grid;
+      order_ = &order;
+      next_.store(0);
+      failed_.store(false);
+      active_ = static_cast<int>(workers_.size());
+      ++generation_;
+    }
+    wake_.notify_all();
+    work();
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return active_ == 0; });
+    grid_ = nullptr;
+  }
+
+ private:
+  BlockPool() {
+    const int n = settings().workers > 0 ? settings().workers
+                                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { loop(); });
+    for (std::thread& t : workers_) t.detach();
+  }
+
+  void work() {
+    for (;;) {
+      const size_t i = next_.fetch_add(1);
+      if (i >= order_->size() || failed_.load()) return;
+      if (!run_block(*grid_, (*order_)[i])) failed_.store(true);
+    }
+  }
+
+  void loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+      }
+      work();
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--active_ == 0) done_.notify_all();
+    }
+  }
+
+  std::mutex run_mutex_, mutex_;
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> workers_;
+  const Grid* grid_ = nullptr;
+  const std::vector<uint64_t>* order_ = nullptr;
+  std::atomic<size_t> next_{0};
+  std::atomic<bool> failed_{false};
+  int active_ = 0;
+  uint64_t generation_ = 0;
+};
+
+void run_grid(const Grid& grid) {
+  const dim3 g = grid.request.grid;
+  const uint64_t blocks = static_cast<uint64_t>(g.x) * g.y * g.z;
+  std::vector<uint64_t> order(blocks);
+  std::iota(order.begin(), order.end(), uint64_t{0});
+  if (settings().order == BlockOrder::Reverse) std::reverse(order.begin(), order.end());
+  if (settings().order == BlockOrder::Shuffle) {
+    std::mt19937_64 rng(mix(settings().seed ^ grid.launch_number));
+    std::shuffle(order.begin(), order.end(), rng);
+  }
+  BlockPool::get().run(grid, order);
+}
+
+std::atomic<uint64_t> g_launches{0};
+
+}  // namespace
+
+int block_barrier(int kind, int predicate, const char* file, int line) {
+  BlockRun* b = t_block;
+  if (b == nullptr || b->current == nullptr) {
+    record_fault(cudaErrorLaunchFailure, "__syncthreads called outside a kernel");
+    return 0;
+  }
+  CudaThread* me = b->current;
+  me->state = FiberState::AtBarrier;
+  me->barrier_file = file;
+  me->barrier_line = line;
+  me->barrier_kind = kind;
+  me->predicate = predicate != 0 ? 1 : 0;
+#if defined(MIXT_EMULATED_ASAN)
+  __sanitizer_start_switch_fiber(&me->fake_stack, b->scheduler_bottom, b->scheduler_size);
+#endif
+  const ctx::transfer_t back = ctx::jump_fcontext(b->scheduler, nullptr);
+  b = t_block;
+  b->scheduler = back.fctx;
+#if defined(MIXT_EMULATED_ASAN)
+  __sanitizer_finish_switch_fiber(me->fake_stack, &b->scheduler_bottom, &b->scheduler_size);
+#endif
+  return me->result;
+}
+
+unsigned char* dynamic_shared_memory() { return t_block ? t_block->shared : nullptr; }
+
+cudaError_t launch(const LaunchRequest& r, const void* params, ThreadBody body, ParamsCopy copy, ParamsFree destroy) {
+  if (const cudaError_t sticky = sticky_error(); sticky != cudaSuccess) return sticky;
+  const cudaError_t e = check_launch(r);
+  if (e != cudaSuccess) return set_last_error(e);
+  // A kernel runs on the current device: a stream of another device is an invalid handle.
+  if (stream_device(r.stream) != current_device()) return set_last_error(cudaErrorInvalidResourceHandle);
+  auto grid = std::make_shared<Grid>();
+  grid->request = r;
+  grid->body = body;
+  grid->params = std::shared_ptr<void>(copy(params), destroy);
+  grid->name = site_name(r.site);
+  grid->launch_number = g_launches.fetch_add(1);
+  const cudaError_t q = enqueue(r.stream, "a kernel", [grid] { run_grid(*grid); });
+  if (q != cudaSuccess) return set_last_error(q);
+  return cudaSuccess;
+}
+
+}  // namespace mixt::cuda::emulated
