@@ -1,6 +1,7 @@
 // CUDA discovery (runtime/cuda.h) and the host helpers of kernels/cuda/host.h (the
 // CUDA allocator is in allocator.cpp). Any error while counting devices means "unavailable"; the
 // reason says which: no device, or a driver error.
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -76,10 +77,15 @@ void launch_empty_kernel() {
 
 void synchronize() {
   if (!is_available()) return;
-  check(cudaDeviceSynchronize(), "cuda::synchronize");
-  int current = 0;
-  check(cudaGetDevice(&current), "cuda::synchronize");
-  raise_device_error(current, "cuda::synchronize");
+  // Every device mixt has used in this process (not only the current one); a device
+  // never used has no work and is not touched (no context is made there).
+  const uint64_t used = used_devices();
+  for (int d = 0; d < device_count() && d < 64; ++d) {
+    if (!(used >> d & 1u)) continue;
+    DeviceGuard guard(d, "cuda::synchronize");
+    check(cudaDeviceSynchronize(), "cuda::synchronize");
+    raise_device_error(d, "cuda::synchronize");
+  }
 }
 
 void check(cudaError_t err, const char* op) {
@@ -89,19 +95,36 @@ void check(cudaError_t err, const char* op) {
             is_emulated() ? " [on the emulated CUDA device]" : "");
 }
 
+// Note [Device guard]: the guard makes `index` current and afterwards returns to the
+// previous device only when mixt has used that device in this process. A thread's
+// current device starts as 0 whether or not anything runs there; switching back to it
+// would create a CUDA context on GPU 0 in every process of a one-process-per-GPU job
+// (memory on GPU 0 for each rank, and a failure in exclusive-process mode).
 DeviceGuard::DeviceGuard(int index, const char* op) {
   MIXT_CHECK(is_available(), op, "CUDA is not available: {}", unavailable_reason());
   int current = -1;
   check(cudaGetDevice(&current), op);
+  mark_device_used(index);
   if (current != index) {
     check(cudaSetDevice(index), op);
-    previous_ = current;
+    if (current >= 0 && (used_devices() >> current & 1u)) previous_ = current;
   }
 }
 
 DeviceGuard::~DeviceGuard() {
-  if (previous_ >= 0) cudaSetDevice(previous_);
+  // A switch back that fails leaves no error behind for a later, unrelated call.
+  if (previous_ >= 0 && cudaSetDevice(previous_) != cudaSuccess) cudaGetLastError();
 }
+
+namespace {
+std::atomic<uint64_t> g_used_devices{0};
+}  // namespace
+
+void mark_device_used(int index) {
+  if (index >= 0 && index < 64) g_used_devices.fetch_or(uint64_t{1} << index, std::memory_order_relaxed);
+}
+
+uint64_t used_devices() { return g_used_devices.load(std::memory_order_relaxed); }
 
 LaunchLayout make_launch_layout(const Shape& out_sizes, std::span<const OperandGeometry> operands,
                                 const bool* ignore_for_contiguity) {

@@ -17,7 +17,8 @@ namespace mixt::cuda {
 // Throws mixt::Error(op, the CUDA error's name and text) unless `err` is cudaSuccess.
 void check(cudaError_t err, const char* op);
 
-// Makes device `index` current for the guard's lifetime (restoring the previous one).
+// Makes device `index` current for the guard's lifetime; afterwards the previous device
+// becomes current again if mixt has used it in this process (Note [Device guard]).
 class DeviceGuard {
  public:
   DeviceGuard(int index, const char* op);
@@ -28,6 +29,11 @@ class DeviceGuard {
  private:
   int previous_ = -1;
 };
+
+// Records that mixt used device `index` in this process (DeviceGuard does).
+void mark_device_used(int index);
+// The devices mixt has used in this process, one bit each (bit d: cuda:d).
+uint64_t used_devices();
 
 // The launch layout of `operands` (operand 0 the output) over `out_sizes`; operands
 // with `ignore_for_contiguity[i]` set (scalars) do not affect the dense fast path.

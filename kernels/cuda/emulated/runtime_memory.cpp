@@ -64,7 +64,10 @@ cudaError_t allocate(void** out, size_t bytes, MemoryKind kind) {
 
 cudaError_t release(void* p, MemoryKind kind) {
   if (p == nullptr) return cudaSuccess;
-  synchronize_all();  // cudaFree and cudaFreeHost wait for the device
+  // cudaFree waits for the allocation's device, cudaFreeHost for every device.
+  const Allocation a = find_allocation(p, 1);
+  if (kind == MemoryKind::Device && a.kind == MemoryKind::Device) synchronize_device(a.device);
+  else synchronize_all();
   std::lock_guard<std::mutex> lock(g_mutex);
   const auto it = g_blocks.find(static_cast<const char*>(p));
   if (it == g_blocks.end() || it->second.kind != kind) return set_last_error(cudaErrorInvalidValue);

@@ -10,7 +10,9 @@ namespace mixt::cuda::emulated {
 cudaError_t sticky_error();
 // Marks device `device`'s primary context as created (any call that needs one).
 void touch_context(int device);
-// Runs every piece of queued work of every device (cudaFree, cudaDeviceSynchronize).
+// Runs every piece of queued work of every device (cudaFreeHost).
 cudaError_t synchronize_all();
+// Runs the queued work of device `device` (and what it depends on): cudaDeviceSynchronize, cudaFree.
+cudaError_t synchronize_device(int device);
 
 }  // namespace mixt::cuda::emulated

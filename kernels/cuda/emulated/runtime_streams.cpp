@@ -166,6 +166,15 @@ cudaError_t synchronize_all() {
   return sticky_error();
 }
 
+cudaError_t synchronize_device(int device) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  std::vector<std::shared_ptr<Work>> mine;
+  for (const auto& w : g_pending)
+    if (w->device == device) mine.push_back(w);
+  run_until(mine);
+  return sticky_error();
+}
+
 int stream_device(cudaStream_t stream) {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   const CUstream_st* s = resolve(stream);
@@ -260,7 +269,8 @@ cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void) { return set_last_error(synchronize_all()); }
+// Waits for the current device only (other devices' work goes on, as on real GPUs).
+cudaError_t cudaDeviceSynchronize(void) { return set_last_error(synchronize_device(current_device())); }
 
 cudaError_t cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
 

@@ -1,0 +1,99 @@
+// More than one CUDA device in one process: work on cuda:1 stays on cuda:1 (results,
+// streams, synchronize), a process that only uses cuda:1 never makes cuda:0 current
+// (on a real GPU that would create a context there: every rank of a
+// one-process-per-GPU job would hold memory on GPU 0), cuda::synchronize waits for
+// every device mixt used, and a failed switch back leaves no stale error for a later,
+// unrelated call. The context checks need the emulated device (it records which
+// devices had a context made); the rest also runs on a machine with two GPUs. Own main
+// (tests/cuda/gpu_checks.h); exits 77 without a GPU, and skips the two-device checks
+// on a machine with one.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include <mixt/mixt.h>
+
+#if defined(MIXT_CUDA_EMULATED)
+#include <mixt/kernels/cuda/emulated/emulator.h>
+#endif
+
+#include "gpu_checks.h"
+#include "gpu_skip.h"
+
+using namespace mixt;
+using namespace mixt::testing;
+
+namespace {
+
+int current_device() {
+  int d = -1;
+  cudaGetDevice(&d);
+  return d;
+}
+
+void work_on_device_one() {
+  const Device one = Device::cuda(1);
+  Tensor a = arange(0, 1000, 1, TensorOptions{.dtype = kFloat32}).to(one);
+  Tensor b = mul(add(a, 1.0), 2.0);
+  Tensor s = sum(b);
+  expect(s.device() == one, "the result of ops on cuda:1 lives on cuda:1");
+  expect(s.item<double>() == 2.0 * (999.0 * 1000.0 / 2.0 + 1000.0), "sum of (a + 1) * 2 on cuda:1");
+  Tensor c = randn({64, 32}, TensorOptions{.dtype = kFloat32, .device = one});
+  Tensor m = matmul(c, c.t());
+  expect(m.device() == one && m.sizes() == Shape{64, 64}, "a GEMM on cuda:1");
+  cuda::synchronize();
+}
+
+void only_device_one() {
+#if defined(MIXT_CUDA_EMULATED)
+  expect(!cuda::emulated::context_created(0), "no context on cuda:0 before any work (test precondition)");
+#endif
+  work_on_device_one();
+#if defined(MIXT_CUDA_EMULATED)
+  expect(!cuda::emulated::context_created(0),
+         "a process that only uses cuda:1 never makes cuda:0 current (no context there)");
+  expect(cuda::emulated::context_created(1), "cuda:1 has its context");
+#endif
+  expect(current_device() == 1, "after ops on cuda:1 the current device is cuda:1, not a restored cuda:0");
+}
+
+void switching_back() {
+  // cuda:1 is current and used: an op on cuda:0 switches there and back.
+  Tensor z = ones({4}, TensorOptions{.dtype = kFloat32, .device = Device::cuda(0)});
+  expect(current_device() == 1, "an op on cuda:0 returns to the used cuda:1 afterwards");
+  cudaSetDevice(0);
+  Tensor w = ones({4}, TensorOptions{.dtype = kFloat32, .device = Device::cuda(1)});
+  expect(current_device() == 0, "with both used, an op on cuda:1 returns to cuda:0 afterwards");
+  expect(sum(z).item<double>() == 4.0 && sum(w).item<double>() == 4.0, "both devices' results");
+}
+
+void synchronize_every_device() {
+  const Device one = Device::cuda(1);
+  cuda::Stream s = cuda::create_stream(one);
+  Tensor big = zeros({1 << 16}, TensorOptions{.dtype = kFloat32, .device = one});
+  {
+    cuda::StreamGuard g(s);
+    big.add_(3.0);
+  }
+  cudaSetDevice(0);
+  cuda::synchronize();
+  expect(s.query(), "cuda::synchronize waits for cuda:1's streams too, whatever device is current");
+  expect(cudaGetLastError() == cudaSuccess, "no stale error after the device switches");
+}
+
+}  // namespace
+
+int main() {
+  if (const int status = cuda_unavailable_status("test_cuda_devices"); status >= 0) return status;
+  if (cuda::device_count() < 2) {
+    std::printf("test_cuda_devices: one CUDA device here: the two-device checks are skipped\n");
+    return 77;
+  }
+  group("a process that only uses cuda:1", only_device_one);
+  group("switching back to a used device", switching_back);
+  group("cuda::synchronize waits for every device", synchronize_every_device);
+  std::printf("test_cuda_devices: %d checks, %d failures\n", g_checks, g_failures);
+  return g_failures == 0 ? 0 : 1;
+}
