@@ -70,6 +70,8 @@ std::string check_dtypes(const GemmKey& k) {
       return "a float8_e5m2 result needs a float8_e5m2 operand";
     if (is_fp8(k.d)) {
       if (!is_16bit(k.c)) return "C must be bfloat16 or float16 with a float8 D";
+      if (k.scale_mode == ScaleMode::Rowwise)
+        return "row-wise scaling needs a bfloat16, float16 or float32 D (OUTER_VEC_32F has no D scale)";
     } else if (k.c != k.d) {
       return "C and D must have one dtype";
     }

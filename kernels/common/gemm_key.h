@@ -47,7 +47,8 @@ constexpr bool epilogue_uses_aux(Epilogue e) {
 }
 
 // How A and B are scaled (float8 operands only): one float32 each (Tensorwise), or a
-// vector along m for A and along n for B (Rowwise: cuBLASLt's OUTER_VEC_32F).
+// vector along m for A and along n for B (Rowwise: cuBLASLt's OUTER_VEC_32F, which has no D
+// scale and writes only bfloat16, float16 or float32 D).
 enum class ScaleMode : uint8_t { None, Tensorwise, Rowwise };
 inline constexpr int kNumScaleModes = 3;
 

@@ -219,6 +219,12 @@ ScaledMmPlan plan_scaled_mm(const OpCall& c) {
                 "a float8_e5m2 result needs a float8_e5m2 operand (cuBLASLt's fp8 table), but the operands are {} "
                 "and {}",
                 a.dtype(), b.dtype());
+  // cuBLASLt's outer-vector scaling has no D scale and no amax, and writes only 16-bit or float32 D;
+  // PyTorch refuses the combination too (docs/gemm.md, "Row-wise scales and float8 results").
+  MIXT_CHECK_OP(!p.rowwise || !p.float8_out, c,
+                "row-wise scales need a bfloat16, float16 or float32 out_dtype (cuBLASLt's outer-vector scaling has "
+                "no result scale or amax), but out_dtype is {}{}",
+                out, c.attrs.dtype == ScalarType::Undefined ? " (a's dtype when unset)" : "");
   // The bias: PyTorch's rules (bfloat16 for bfloat16 results, float16 for float16 results, either for float8
   // results, none with float32 results).
   if (p.bias.defined()) {

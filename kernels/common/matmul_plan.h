@@ -53,7 +53,8 @@ Tensor as_rows(const Tensor& t, int64_t rows, int64_t cols);
 
 // scaled_mm(a [M, K], b [K, N], scale_a, scale_b, bias?, scale_result?) checked (Note [Scaled mm]):
 // float8 operands (not both e5m2), float32 scales one element each (per tensor) or [M, 1] and
-// [1, N] (row-wise), a bias [N] and a scale_result under PyTorch's rules, all on one device.
+// [1, N] (row-wise; not with a float8 result), a bias [N] and a scale_result under PyTorch's
+// rules, all on one device.
 struct ScaledMmPlan {
   Tensor a, b, scale_a, scale_b, bias, scale_result;  // bias, scale_result: undefined when absent
   int64_t m = 0, k = 0, n = 0;

@@ -163,6 +163,14 @@ TEST_CASE("GEMM keys: valid problems pass, inconsistent ones say why", "[gemm]")
   k = fp8_key();
   k.scale_mode = ScaleMode::None;
   refused(k, "scale mode");
+  // Row-wise (OUTER_VEC_32F) scaling writes bfloat16, float16 or float32 D, never float8 (no D scale).
+  k = fp8_key();
+  k.scale_mode = ScaleMode::Rowwise;
+  CHECK(validate(k) == "");
+  k.d = kFloat8_e4m3fn;
+  refused(k, "row-wise scaling needs a bfloat16, float16 or float32 D");
+  k.scale_mode = ScaleMode::Tensorwise;
+  CHECK(validate(k) == "");
   k = fp8_key();
   k.d = kFloat32;
   k.c = kFloat32;

@@ -520,22 +520,21 @@ void add_scaled_mm_cases(Builder& b) {
         })
       .with([=](const Refs& in, ScalarType dt) { return ref::scaled_mm(in[0], in[1], in[2], in[3], nullptr, 1.0, limit(dt)); },
             kExact);
-  // Row-wise scales in (0.1, 1), a bias of the result's kind (no bias with float32 results: refused),
-  // scale_result 0.75 for float8 results; an e5m2 operand, so an e5m2 result is allowed.
-  b.add("scaled_mm/rowwise_bias", OpId::scaled_mm, dtypes::bit(kBFloat16) | dtypes::bit(kFloat16) | kFloat8Out,
-        dtypes::bit(kBFloat16) | dtypes::bit(kFloat16) | kFloat8Out,
+  // Row-wise scales in (0.1, 1) and a bias of the result's kind: bfloat16 and float16 results (no bias with
+  // float32 results). Float8 results are refused with row-wise scales (cuBLASLt's outer-vector scaling has no
+  // D scale: docs/gemm.md), even e5m2 ones, which the e5m2 operand would allow with per-tensor scales.
+  b.add("scaled_mm/rowwise_bias", OpId::scaled_mm, dtypes::bit(kBFloat16) | dtypes::bit(kFloat16),
+        dtypes::bit(kBFloat16) | dtypes::bit(kFloat16),
         [=](ScalarType dt) {
           return CaseInputs{{f8(kFloat8_e5m2, {4, 16}, 42), f8(kFloat8_e4m3fn, {16, 16}, 43),
                              data(kFloat32, {4, 1}, 0.1, 1, 44), data(kFloat32, {1, 16}, 0.1, 1, 45),
-                             data(dt == kFloat16 ? kFloat16 : kBFloat16, {16}, -1, 1, 46), value(0.75)}};
+                             data(dt == kFloat16 ? kFloat16 : kBFloat16, {16}, -1, 1, 46)}};
         },
         [](const std::vector<Tensor>& in, ScalarType dt, Device) {
-          return scaled_mm(in[0], in[1], in[2], in[3],
-                           {.bias = in[4], .scale_result = is_float8(dt) ? in[5] : Tensor(), .out_dtype = dt})
-              .out;
+          return scaled_mm(in[0], in[1], in[2], in[3], {.bias = in[4], .out_dtype = dt}).out;
         })
       .with([=](const Refs& in, ScalarType dt) {
-              return ref::scaled_mm(in[0], in[1], in[2], in[3], &in[4], is_float8(dt) ? in[5].v[0] : 1.0, limit(dt));
+              return ref::scaled_mm(in[0], in[1], in[2], in[3], &in[4], 1.0, limit(dt));
             },
             kExact);
   // Float8 results under a scale_result that saturates many of them (|v| up to 2.4 * 4 * 32 before

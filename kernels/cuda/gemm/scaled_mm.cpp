@@ -1,7 +1,8 @@
 // scaled_mm on CUDA (Note [Scaled mm]): float8_e4m3fn / float8_e5m2 operands (not both e5m2)
 // through cuBLASLt with per-tensor or row-wise (OUTER_VEC_32F) float32 scales, bfloat16,
-// float16, float32 or float8 results, a bias epilogue, scale_result and amax for float8
-// results, and the fast-accumulation flag. Hopper runs float8 GEMMs only as "TN" (both
+// float16, float32 or float8 results (float8 with per-tensor scales only: plan_scaled_mm
+// refuses the rest), a bias epilogue, scale_result and amax for float8 results, and the
+// fast-accumulation flag. Hopper runs float8 GEMMs only as "TN" (both
 // operands K-major): a must be row-major [M, K] and b column-major [K, N] (b = w.t() of a
 // row-major [N, K] weight); other layouts get a transposed copy here. cuBLASLt needs K and
 // N multiples of 16 and 16-byte aligned operands: misaligned views are copied, other shapes
