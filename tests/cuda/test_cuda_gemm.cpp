@@ -356,6 +356,43 @@ void plan_cache_group() {
   gemm::clear_plan_cache();
 }
 
+// Multiples of 1/16 in [-4, 4] stored in `dt`: exact in float16 and bfloat16; their products are multiples of
+// 2^-8 of at most 16, so any sum of up to 2^10 of them (in any order) is exact in float32.
+Tensor grid(const Shape& s, uint32_t seed, ScalarType dt) {
+  std::vector<double> v(static_cast<size_t>(s.numel()));
+  uint32_t x = seed * 2654435761u + 12345u;
+  for (double& e : v) {
+    x = x * 1664525u + 1013904223u;
+    e = static_cast<double>(static_cast<int>((x >> 8) % 129) - 64) / 16;
+  }
+  return from_vector(v, s).to(dt);
+}
+
+// float16/bfloat16 results with a long K: cuBLASLt may split K, and its partial sums must stay in float32
+// (CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE), never be rounded to the result's dtype (INPLACE, OUTPUT_TYPE).
+// On grid() data the float32 sum is exact whatever the order, so the GPU must give the CPU's bits (one
+// rounding of the exact sum); a partial sum rounded to float16/bfloat16 changes some of them.
+void split_k_group() {
+  for (ScalarType dt : {kFloat16, kBFloat16}) {
+    for (int64_t k : {int64_t{256}, int64_t{1024}}) {
+      const Tensor a = grid({48, k}, 120, dt), b = grid({k, 40}, 121, dt);
+      const Tensor want = mm(a, b);
+      const std::string what = name(dt) + " k = " + std::to_string(k);
+      expect(rel_error(want, mm(a.to(kFloat64), b.to(kFloat64)).to(dt)) == 0,
+             "the CPU's float32 sums are exact on grid data: " + what);
+      auto bit_equal = [&](const Tensor& got, const Tensor& ref, const std::string& label) {
+        const double e = rel_error(got, ref);
+        expect(e == 0, label + " with float32 partial sums, bit-equal: " + what + " (relative error " +
+                           std::to_string(e) + ")");
+      };
+      bit_equal(mm(a.to(kGpu), b.to(kGpu)), want, "mm");
+      bit_equal(mm(a.to(kGpu), b.t().contiguous().to(kGpu).t()), want, "mm (column-major b)");
+      const Tensor a3 = grid({2, 24, k}, 122, dt), b3 = grid({2, k, 16}, 123, dt);
+      bit_equal(bmm(a3.to(kGpu), b3.to(kGpu)), bmm(a3, b3), "bmm");
+    }
+  }
+}
+
 void determinism_group() {
   gemm::set_algo_selection(gemm::AlgoSelection::Autotune);
   set_deterministic(true);
@@ -398,6 +435,7 @@ int main() {
   group("DGELU / DGELU_BGRAD: the backward through GELU", dgelu_group);
   group("linear_backward: BGRADB bias gradient in the weight GEMM", linear_backward_group);
   group("scaled_mm: float8 pairs, results, scales, bias, fast accum", scaled_mm_group);
+  group("float16/bfloat16 long K: float32 split-K sums, CPU's bits", split_k_group);
   group("plan cache, autotune, tuning file round trip", plan_cache_group);
   group("set_deterministic: heuristic, same bits", determinism_group);
   group("four threads sharing plans", threads_group);

@@ -231,9 +231,11 @@ std::shared_ptr<Plan> build_plan(const PlanKey& pk, const GemmCall* call, const 
   for (int i = 0; i < 4; ++i)
     check_blas(cublasLtMatmulPreferenceSetAttribute(p->pref, align_attr[i], &aligns[i], sizeof aligns[i]), op,
                "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT");
-  // float16/bfloat16 results: split-K partial sums stay in float32 (the CPU reference's arithmetic).
-  if (k.d == kFloat16 || k.d == kBFloat16) {
-    const uint32_t mask = CUBLASLT_REDUCTION_SCHEME_MASK & ~static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE);
+  // Results narrower than float32: split-K partial sums stay in the compute type, float32 (the CPU
+  // reference's arithmetic). INPLACE adds them up in D itself and OUTPUT_TYPE in D's type, so both are
+  // left out; algorithms without a split-K reduction (NONE) are always allowed.
+  if (k.d == kFloat16 || k.d == kBFloat16 || k.d == kFloat8_e4m3fn || k.d == kFloat8_e5m2) {
+    const uint32_t mask = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
     check_blas(cublasLtMatmulPreferenceSetAttribute(p->pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask,
                                                     sizeof mask),
                op, "CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK");
