@@ -130,12 +130,24 @@ void save_tuning(const std::string& path) {
 void load_tuning(const std::string& path) {
   const TuningFile f = parse_tuning(read_file(path), path);  // validated whole before anything changes
   Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  if (r.has_engine && f.cublaslt_version != 0 && r.hooks.cublaslt_version != 0)
-    MIXT_CHECK(f.cublaslt_version == r.hooks.cublaslt_version, "gemm::load_tuning",
-               "{}: tuned with cuBLASLt {}, but this process uses {} (algorithms are not portable across versions)",
-               path, f.cublaslt_version, r.hooks.cublaslt_version);
-  for (const TuningEntry& e : f.entries) r.tuned[e.key] = e.tuned;
+  std::function<void(const std::vector<GemmKey>&)> drop;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (r.has_engine && f.cublaslt_version != 0 && r.hooks.cublaslt_version != 0)
+      MIXT_CHECK(f.cublaslt_version == r.hooks.cublaslt_version, "gemm::load_tuning",
+                 "{}: tuned with cuBLASLt {}, but this process uses {} (algorithms are not portable across versions)",
+                 path, f.cublaslt_version, r.hooks.cublaslt_version);
+    for (const TuningEntry& e : f.entries) r.tuned[e.key] = e.tuned;
+    if (r.has_engine) drop = r.hooks.drop_plans;
+  }
+  // Plans already built for these keys hold the algorithm chosen before: drop them (after the table
+  // changed, so a rebuilt plan finds the loaded algorithm).
+  if (drop) {
+    std::vector<GemmKey> keys;
+    keys.reserve(f.entries.size());
+    for (const TuningEntry& e : f.entries) keys.push_back(e.key);
+    drop(keys);
+  }
 }
 
 }  // namespace mixt::gemm

@@ -14,11 +14,13 @@
 
 namespace mixt::gemm {
 
-// What the CUDA engine lends the host side: its plan count, how to drop its plans, and
-// the device name and cuBLASLt version written into tuning files.
+// What the CUDA engine lends the host side: its plan count, how to drop all its plans or
+// those of some keys (load_tuning: the next call rebuilds them with the loaded algorithm),
+// and the device name and cuBLASLt version written into tuning files.
 struct EngineHooks {
   std::function<int64_t()> plan_count;
   std::function<void()> clear_plans;
+  std::function<void(const std::vector<GemmKey>&)> drop_plans;
   std::function<std::string()> device_name;
   int64_t cublaslt_version = 0;
 };

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -393,6 +394,67 @@ void split_k_group() {
   }
 }
 
+// A bfloat16 product out [M, N] = a [M, K] @ b [K, N] (row-major, on the GPU) as the engine's call: column-major
+// out^T = b^T @ a^T. `align` caps the alignment the key declares for A and B (the pointers keep theirs): a small
+// one makes the heuristic pick an algorithm that takes misaligned operands.
+eng::GemmCall bf16_product(const Tensor& a, const Tensor& b, Tensor& out, uint16_t align) {
+  eng::GemmCall call;
+  mixt::gemm::GemmKey& k = call.key;
+  k.m = b.size(1);
+  k.n = a.size(0);
+  k.k = a.size(1);
+  k.a = k.b = k.c = k.d = kBFloat16;
+  k.lda = b.size(1);
+  k.ldb = a.size(1);
+  k.ldc = k.ldd = b.size(1);
+  k.align_a = std::min(mixt::gemm::pointer_alignment(b.data_ptr()), align);
+  k.align_b = std::min(mixt::gemm::pointer_alignment(a.data_ptr()), align);
+  k.align_c = k.align_d = mixt::gemm::pointer_alignment(out.data_ptr());
+  call.a = b.data_ptr();
+  call.b = a.data_ptr();
+  call.c = call.d = out.data_ptr();
+  return call;
+}
+
+// load_tuning after a key has run: the key's cached (heuristic) plan must give way to the loaded algorithm.
+// The other algorithm is the one the heuristic picks for the same product with 2-byte operand alignment
+// (valid for the aligned operands too); plan_source reports the plan's origin and algorithm.
+void tuning_reload_group() {
+  gemm::clear_plan_cache();
+  gemm::set_algo_selection(gemm::AlgoSelection::Heuristic);
+  const Tensor a = values({64, 128}, 130, kBFloat16), b = values({128, 96}, 131, kBFloat16);
+  const Tensor ga = a.to(kGpu), gb = b.to(kGpu);
+  Tensor out = empty({64, 96}, {.dtype = kBFloat16, .device = kGpu});
+  const eng::GemmCall aligned = bf16_product(ga, gb, out, mixt::gemm::kMaxAlignment);
+  const eng::GemmCall loose = bf16_product(ga, gb, out, 2);
+  eng::run(loose, 0, "test_cuda_gemm");
+  eng::PlanSource source{};
+  mixt::gemm::TunedAlgo loose_algo, heuristic_algo, now;
+  expect(eng::plan_source(loose.key, 0, &source, &loose_algo) && source == eng::PlanSource::Heuristic,
+         "the 2-byte-aligned key has a heuristic plan");
+  eng::run(aligned, 0, "test_cuda_gemm");
+  expect(eng::plan_source(aligned.key, 0, &source, &heuristic_algo) && source == eng::PlanSource::Heuristic,
+         "the aligned key has a heuristic plan");
+  expect(heuristic_algo.algo != loose_algo.algo, "the two keys' heuristic algorithms differ");
+  // A tuning file giving the aligned key the other algorithm, loaded after the key has run.
+  mixt::gemm::TuningFile file;
+  file.entries = {{aligned.key, loose_algo}};
+  const std::string path = (std::filesystem::temp_directory_path() / "mixt_test_cuda_gemm_reload.tuning").string();
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << mixt::gemm::format_tuning(file);
+  }
+  gemm::load_tuning(path);
+  std::filesystem::remove(path);
+  eng::run(aligned, 0, "test_cuda_gemm");
+  const bool found = eng::plan_source(aligned.key, 0, &source, &now);
+  expect(found && source == eng::PlanSource::Loaded,
+         "after load_tuning the key's plan is the loaded one (source " + std::to_string(int(source)) + ")");
+  expect(found && now.algo == loose_algo.algo, "after load_tuning the key runs the loaded algorithm");
+  expect_close(out, mm(a, b), tolerance(kBFloat16), "the loaded algorithm's product");
+  gemm::clear_plan_cache();
+}
+
 void determinism_group() {
   gemm::set_algo_selection(gemm::AlgoSelection::Autotune);
   set_deterministic(true);
@@ -437,6 +499,7 @@ int main() {
   group("scaled_mm: float8 pairs, results, scales, bias, fast accum", scaled_mm_group);
   group("float16/bfloat16 long K: float32 split-K sums, CPU's bits", split_k_group);
   group("plan cache, autotune, tuning file round trip", plan_cache_group);
+  group("load_tuning replaces a key's cached plan", tuning_reload_group);
   group("set_deterministic: heuristic, same bits", determinism_group);
   group("four threads sharing plans", threads_group);
   std::printf("test_cuda_gemm: %d checks, %d failures\n", g_checks, g_failures);

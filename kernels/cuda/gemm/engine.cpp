@@ -13,6 +13,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -155,6 +156,9 @@ struct PlanKeyHash {
 struct Cache {
   std::shared_mutex mu;
   std::unordered_map<PlanKey, std::shared_ptr<Plan>, PlanKeyHash> plans;
+  // Counts the drops (clear_plan_cache, load_tuning): a plan whose build spans one may hold an
+  // algorithm chosen before it, so it serves its call but is not cached.
+  uint64_t epoch = 0;
 };
 Cache& cache() {
   static Cache* c = new Cache();  // never destroyed: GEMMs may run during static destruction
@@ -379,6 +383,7 @@ void run_cublas(const GemmCall& c, int device, cudaStream_t stream, const char* 
 
 std::shared_ptr<Plan> find_or_build(const PlanKey& pk, const GemmCall* call, const char* op) {
   Cache& cc = cache();
+  uint64_t epoch = 0;
   {
     std::shared_lock<std::shared_mutex> lock(cc.mu);
     const auto it = cc.plans.find(pk);
@@ -386,9 +391,14 @@ std::shared_ptr<Plan> find_or_build(const PlanKey& pk, const GemmCall* call, con
       mixt::gemm::count_hit();
       return it->second;
     }
+    epoch = cc.epoch;
   }
   std::shared_ptr<Plan> p = build_plan(pk, call, op);  // outside the lock: other keys proceed meanwhile
   std::unique_lock<std::shared_mutex> lock(cc.mu);
+  if (cc.epoch != epoch) {  // plans were dropped meanwhile: p may predate that, so it serves this call only
+    mixt::gemm::count_miss();
+    return p;
+  }
   const auto [it, inserted] = cc.plans.emplace(pk, p);
   if (inserted) mixt::gemm::count_miss();
   else mixt::gemm::count_hit();  // another thread built it first: use that one
@@ -428,13 +438,19 @@ bool has_algorithm(const GemmKey& key, int device, const char* op) {
   return !find_or_build(PlanKey{key, device, current_mode()}, nullptr, op)->unsupported;
 }
 
-bool plan_source(const GemmKey& key, int device, PlanSource* source) {
+bool plan_source(const GemmKey& key, int device, PlanSource* source, TunedAlgo* algo) {
   Cache& cc = cache();
   std::shared_lock<std::shared_mutex> lock(cc.mu);
   const auto it = cc.plans.find(PlanKey{key, device, current_mode()});
   if (it == cc.plans.end()) return false;
-  std::lock_guard<std::mutex> plan_lock(it->second->mu);
-  *source = it->second->source;
+  Plan& p = *it->second;
+  std::lock_guard<std::mutex> plan_lock(p.mu);
+  *source = p.source;
+  if (algo) {
+    *algo = TunedAlgo{};
+    std::memcpy(algo->algo.data(), &p.algo, sizeof p.algo);
+    algo->workspace = p.workspace;
+  }
   return true;
 }
 
@@ -449,6 +465,18 @@ void register_engine() {
     Cache& cc = cache();
     std::unique_lock<std::shared_mutex> lock(cc.mu);
     cc.plans.clear();  // plans in use elsewhere live on through their shared_ptr
+    ++cc.epoch;
+  };
+  // load_tuning: the keys' plans (but deterministic ones, which never take a loaded algorithm) are
+  // rebuilt on their next call, from the loaded algorithm.
+  hooks.drop_plans = [](const std::vector<GemmKey>& keys) {
+    const std::unordered_set<GemmKey, GemmKeyHash> loaded(keys.begin(), keys.end());
+    Cache& cc = cache();
+    std::unique_lock<std::shared_mutex> lock(cc.mu);
+    std::erase_if(cc.plans, [&](const auto& entry) {
+      return entry.first.mode != Mode::Deterministic && loaded.count(entry.first.key) > 0;
+    });
+    ++cc.epoch;
   };
   hooks.device_name = [] { return std::string(device_name(0)); };
   hooks.cublaslt_version = static_cast<int64_t>(cublasLtGetVersion());

@@ -41,9 +41,10 @@ void run(const GemmCall& call, int device, const char* op);
 // back to an unfused path where an epilogue has no algorithm.
 bool has_algorithm(const GemmKey& key, int device, const char* op);
 
-// The source of the cached plan of `key` on `device` under the current settings, or
-// false when there is none.
-bool plan_source(const GemmKey& key, int device, PlanSource* source);
+// The source of the cached plan of `key` on `device` under the current settings, and (when
+// `algo` is given) its algorithm and workspace (zeros for the cuBLAS fallback), or false when
+// there is none.
+bool plan_source(const GemmKey& key, int device, PlanSource* source, mixt::gemm::TunedAlgo* algo = nullptr);
 
 // Registers the engine's plan cache with kernels/common/gemm_tuning.h (stats, clear, files).
 void register_engine();
