@@ -84,19 +84,26 @@ struct StackPool {
   void put(Stack s) { free.push_back(s); }
 };
 
-enum class FiberState : uint8_t { NotStarted, AtBarrier, Exited };
+enum class FiberState : uint8_t { NotStarted, Running, AtBarrier, Exited };
+
+// One fiber: a stack on which CUDA threads run one after another until one of them
+// waits at a barrier; that thread then keeps the fiber until it exits.
+struct Fiber {
+  ctx::fcontext_t context = nullptr;
+  Stack stack;
+  bool finished = false;
+  void* fake_stack = nullptr;  // ASan's bookkeeping while the fiber is switched out
+};
 
 struct CudaThread {
   uint3 index{};
   FiberState state = FiberState::NotStarted;
-  ctx::fcontext_t context = nullptr;
-  Stack stack;
+  int fiber = -1;  // the fiber it runs on (while at a barrier)
   const char* barrier_file = nullptr;  // the barrier's source line
   int barrier_line = 0;
   int barrier_kind = 0;
   int predicate = 0;
   int result = 0;
-  void* fake_stack = nullptr;  // ASan's bookkeeping while the fiber is switched out
 };
 
 struct Grid;
@@ -104,6 +111,11 @@ struct Grid;
 // The block a CPU thread is running (its fibers read it).
 struct BlockRun {
   const Grid* grid = nullptr;
+  std::vector<CudaThread>* threads = nullptr;
+  std::vector<Fiber>* fibers = nullptr;
+  std::vector<unsigned> start_order;  // the order threads start in (phase 0)
+  size_t next_start = 0;
+  int running_fiber = -1;
   CudaThread* current = nullptr;
   ctx::fcontext_t scheduler = nullptr;
   unsigned char* shared = nullptr;
@@ -112,7 +124,7 @@ struct BlockRun {
   size_t scheduler_size = 0;
 };
 
-thread_local BlockRun* t_block = nullptr;
+thread_local BlockRun* t_block __attribute__((tls_model("initial-exec"))) = nullptr;
 thread_local StackPool t_stacks;
 
 // One launch, queued on a stream: the parameters are copied at launch, as CUDA does.
@@ -167,37 +179,55 @@ std::string barrier_text(const CudaThread& t) {
   std::abort();  // an exited fiber is never resumed
 }
 
+// A fiber's body: starts the block's threads that have not started yet, one after
+// another, until none is left (a thread that waits at a barrier suspends the fiber with it).
 void fiber_entry(ctx::transfer_t t) {
   BlockRun* b = t_block;
   b->scheduler = t.fctx;
 #if defined(MIXT_EMULATED_ASAN)
   __sanitizer_finish_switch_fiber(nullptr, &b->scheduler_bottom, &b->scheduler_size);
 #endif
-  CudaThread* me = b->current;
-  b->grid->body(b->grid->params.get());
-  me->state = FiberState::Exited;
+  const int me = b->running_fiber;
+  for (;;) {
+    b = t_block;
+    if (b->next_start >= b->start_order.size()) break;
+    CudaThread& th = (*b->threads)[b->start_order[b->next_start++]];
+    th.state = FiberState::Running;
+    th.fiber = me;
+    b->current = &th;
+    threadIdx = th.index;
+    b->grid->body(b->grid->params.get());
+    th.state = FiberState::Exited;
+  }
+  b = t_block;
+  (*b->fibers)[static_cast<size_t>(me)].finished = true;
   exit_to_scheduler(b);
 }
 
-// Runs thread `th` until it reaches a barrier or exits.
-void resume(BlockRun& b, CudaThread& th) {
-  b.current = &th;
-  threadIdx = th.index;
-  if (th.state == FiberState::NotStarted) {
-    th.stack = t_stacks.get();
-    th.context = ctx::make_fcontext(th.stack.base + th.stack.bytes, th.stack.bytes, &fiber_entry);
+// Runs fiber `f` (a new one when `f` < 0) until its thread waits at a barrier or no thread is left to start.
+void resume(BlockRun& b, int f) {
+  std::vector<Fiber>& fibers = *b.fibers;
+  if (f < 0) {
+    fibers.emplace_back();
+    f = static_cast<int>(fibers.size() - 1);
+    Fiber& nf = fibers.back();
+    nf.stack = t_stacks.get();
+    nf.context = ctx::make_fcontext(nf.stack.base + nf.stack.bytes, nf.stack.bytes, &fiber_entry);
   }
+  b.running_fiber = f;
+  Fiber& fb = fibers[static_cast<size_t>(f)];
 #if defined(MIXT_EMULATED_ASAN)
-  __sanitizer_start_switch_fiber(&b.scheduler_fake_stack, th.stack.base, th.stack.bytes);
+  __sanitizer_start_switch_fiber(&b.scheduler_fake_stack, fb.stack.base, fb.stack.bytes);
 #endif
-  const ctx::transfer_t r = ctx::jump_fcontext(th.context, nullptr);
+  const ctx::transfer_t r = ctx::jump_fcontext(fb.context, nullptr);
 #if defined(MIXT_EMULATED_ASAN)
   __sanitizer_finish_switch_fiber(b.scheduler_fake_stack, nullptr, nullptr);
 #endif
-  th.context = r.fctx;
-  if (th.state == FiberState::Exited) {
-    t_stacks.put(th.stack);
-    th.stack = Stack{};
+  Fiber& after = (*b.fibers)[static_cast<size_t>(f)];  // the vector may not move while running, but be safe
+  after.context = r.fctx;
+  if (after.finished) {
+    t_stacks.put(after.stack);
+    after.stack = Stack{};
   }
 }
 
@@ -237,8 +267,12 @@ bool run_block(const Grid& grid, uint64_t linear_block) {
   const size_t shared_bytes = grid.request.shared_bytes;
   std::unique_ptr<unsigned char[]> shared(new (std::align_val_t{16}) unsigned char[shared_bytes]);
   std::memset(shared.get(), 0xff, shared_bytes);
+  std::vector<Fiber> fibers;
+  fibers.reserve(8);
   BlockRun b;
   b.grid = &grid;
+  b.threads = &threads;
+  b.fibers = &fibers;
   b.shared = shared.get();
   t_block = &b;
   std::vector<unsigned> order(n);
@@ -246,8 +280,15 @@ bool run_block(const Grid& grid, uint64_t linear_block) {
   std::string fault;
   for (int phase = 0;; ++phase) {
     thread_order(order, block_seed, phase);
-    for (unsigned t : order)
-      if (threads[t].state != FiberState::Exited) resume(b, threads[t]);
+    if (phase == 0) {
+      // Every thread starts, in this order, on as few fibers as the barriers allow.
+      b.start_order = order;
+      b.next_start = 0;
+      while (b.next_start < n) resume(b, -1);
+    } else {
+      for (unsigned t : order)
+        if (threads[t].state == FiberState::AtBarrier) resume(b, threads[t].fiber);
+    }
     std::vector<unsigned> waiting, exited;
     for (unsigned t = 0; t < n; ++t) (threads[t].state == FiberState::Exited ? exited : waiting).push_back(t);
     if (waiting.empty()) break;
@@ -261,7 +302,7 @@ bool run_block(const Grid& grid, uint64_t linear_block) {
     const CudaThread& first = threads[waiting.front()];
     const auto same_barrier = [&](const CudaThread& t) {
       return t.barrier_line == first.barrier_line && t.barrier_kind == first.barrier_kind &&
-             std::strcmp(t.barrier_file, first.barrier_file) == 0;
+             (t.barrier_file == first.barrier_file || std::strcmp(t.barrier_file, first.barrier_file) == 0);
     };
     std::vector<unsigned> same, other;
     for (unsigned t : waiting) (same_barrier(threads[t]) ? same : other).push_back(t);
@@ -282,8 +323,8 @@ bool run_block(const Grid& grid, uint64_t linear_block) {
   }
   t_block = nullptr;
   if (fault.empty()) return true;
-  for (CudaThread& th : threads)  // abandon the suspended fibers; their stacks go back to the pool
-    if (th.stack.base) t_stacks.put(th.stack);
+  for (Fiber& f : fibers)  // abandon the suspended fibers; their stacks go back to the pool
+    if (f.stack.base) t_stacks.put(f.stack);
   record_fault(cudaErrorLaunchFailure, fault);
   return false;
 }
@@ -390,15 +431,20 @@ int block_barrier(int kind, int predicate, const char* file, int line) {
   me->barrier_line = line;
   me->barrier_kind = kind;
   me->predicate = predicate != 0 ? 1 : 0;
+  Fiber* fiber = &(*b->fibers)[static_cast<size_t>(me->fiber)];
 #if defined(MIXT_EMULATED_ASAN)
-  __sanitizer_start_switch_fiber(&me->fake_stack, b->scheduler_bottom, b->scheduler_size);
+  __sanitizer_start_switch_fiber(&fiber->fake_stack, b->scheduler_bottom, b->scheduler_size);
 #endif
   const ctx::transfer_t back = ctx::jump_fcontext(b->scheduler, nullptr);
   b = t_block;
   b->scheduler = back.fctx;
+  fiber = &(*b->fibers)[static_cast<size_t>(me->fiber)];  // the vector may have grown meanwhile
 #if defined(MIXT_EMULATED_ASAN)
-  __sanitizer_finish_switch_fiber(me->fake_stack, &b->scheduler_bottom, &b->scheduler_size);
+  __sanitizer_finish_switch_fiber(fiber->fake_stack, &b->scheduler_bottom, &b->scheduler_size);
 #endif
+  me->state = FiberState::Running;
+  b->current = me;
+  threadIdx = me->index;
   return me->result;
 }
 

@@ -1,12 +1,16 @@
 // The emulated cuBLASLt/cuBLAS arithmetic (gemm_reference.h). Operands are first widened
-// into dense row buffers (op(A) by rows, op(B) by columns) so the dot products run on
-// contiguous memory in the accumulation type.
+// into dense row buffers (op(A) by rows, op(B) by columns) in the accumulation type; the
+// products of those buffers go through the CPU's BLAS (sgemm/dgemm) so that emulated
+// training runs at a usable speed; scales, epilogues and stores follow in this file.
 #include <mixt/kernels/cuda/emulated/gemm_reference.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
+
+#include <cblas.h>
 
 #include <mixt/runtime/float_types.h>
 
@@ -65,6 +69,31 @@ T dot(Accumulate acc, const T* x, const T* y, int64_t from, int64_t to) {
   return s;
 }
 
+// prod[i * n + j] = the sum over l in [from, to) of rows[i * k + l] * cols[j * k + l], in T:
+// through the CPU's BLAS (the products and sums in T, as the accumulation type says),
+// except for COMPUTE_16F's per-step rounding, which only the plain loop models.
+template <class T>
+void products(const GemmProblem& p, const std::vector<T>& rows, const std::vector<T>& cols, int64_t from, int64_t to,
+              std::vector<T>& prod) {
+  prod.assign(static_cast<size_t>(p.m * p.n), T(0));
+  const int64_t kk = to - from;
+  if (p.m == 0 || p.n == 0 || kk <= 0) return;
+  if (p.acc == Accumulate::F16) {
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t j = 0; j < p.n; ++j)
+        prod[static_cast<size_t>(i * p.n + j)] = dot(p.acc, rows.data() + i * p.k, cols.data() + j * p.k, from, to);
+    return;
+  }
+  const auto m = static_cast<blasint>(p.m), n = static_cast<blasint>(p.n), k = static_cast<blasint>(kk),
+             ld = static_cast<blasint>(p.k);
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, rows.data() + from, ld, cols.data() + from, ld,
+                0.0f, prod.data(), n);
+  else
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0, rows.data() + from, ld, cols.data() + from, ld,
+                0.0, prod.data(), n);
+}
+
 // The value D's type stores for `v`, read back.
 double through(cudaDataType t, double v) {
   unsigned char buf[8];
@@ -75,7 +104,7 @@ double through(cudaDataType t, double v) {
 // run_gemm in the accumulation type T (float or double).
 template <class T>
 void run_typed(const GemmProblem& p) {
-  std::vector<T> rows, cols;
+  std::vector<T> rows, cols, first_part, second_part;
   std::vector<double> raw_a, raw_b, bgrad;
   float amax = 0;
   const bool bgrad_a = p.epi.bgrad == EpilogueSteps::BiasGrad::FromA;
@@ -85,10 +114,11 @@ void run_typed(const GemmProblem& p) {
     widen(p, bi, rows, cols, bgrad_a ? &raw_a : nullptr, bgrad_b ? &raw_b : nullptr);
     if (bgrad_out) bgrad.assign(static_cast<size_t>(p.m), 0.0);
     const int64_t half = p.split_k_in_output_type ? p.k / 2 : p.k;
+    products(p, rows, cols, 0, half, first_part);
+    if (p.split_k_in_output_type) products(p, rows, cols, half, p.k, second_part);
     for (int64_t j = 0; j < p.n; ++j)
       for (int64_t i = 0; i < p.m; ++i) {
-        const T* x = rows.data() + i * p.k;
-        const T* y = cols.data() + j * p.k;
+        const size_t at = static_cast<size_t>(i * p.n + j);
         T scale = static_cast<T>(p.alpha) * static_cast<T>(p.scale_a) * static_cast<T>(p.scale_b);
         if (p.row_scale_a) scale = static_cast<T>(p.alpha) * static_cast<T>(p.row_scale_a[i]);
         if (p.col_scale_b) scale *= static_cast<T>(p.col_scale_b[j]);
@@ -99,10 +129,10 @@ void run_typed(const GemmProblem& p) {
         T v;
         if (p.split_k_in_output_type) {
           // The first partial sum lands in D (its type) and the second is added to it there.
-          const double first = through(p.d.type, static_cast<double>(scale * dot(p.acc, x, y, 0, half) + c));
-          v = static_cast<T>(first) + scale * dot(p.acc, x, y, half, p.k);
+          const double first = through(p.d.type, static_cast<double>(scale * first_part[at] + c));
+          v = static_cast<T>(first) + scale * second_part[at];
         } else {
-          v = scale * dot(p.acc, x, y, 0, p.k) + c;
+          v = scale * first_part[at] + c;
         }
         if (p.epi.add_bias) v += static_cast<T>(load_element(p.bias_type, p.bias, bi * p.bias_stride + i));
         const int64_t aux_at = bi * p.aux_stride + j * p.aux_ld + i;
