@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 packages=(meson ninja-build g++ pkg-config catch2 libfmt-dev libopenblas-dev
-          libopenmpi-dev openmpi-bin nlohmann-json3-dev libdlpack-dev xz-utils)
+          libopenmpi-dev openmpi-bin nlohmann-json3-dev libdlpack-dev xz-utils
+          libboost-context-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

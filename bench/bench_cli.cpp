@@ -232,6 +232,9 @@ std::string overview(std::span<const Command> commands) {
 void require_usable(Device device) {
   MIXT_CHECK(!device.is_cuda() || cuda::is_available(), fmt::format("--device {}", device),
              "CUDA is not available: {}", cuda::unavailable_reason());
+  if (device.is_cuda() && cuda::is_emulated())
+    std::printf("NOTE: %s is the emulated CUDA device (%s): its figures are the CPU's, not a GPU's\n",
+                device.str().c_str(), cuda::device_name(device.index()).c_str());
 }
 
 int run_main(std::span<const Command> commands, int argc, const char* const* argv) {

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <mixt/runtime/cuda.h>
 #include <mixt/runtime/io/atomic_file.h>
 
 namespace mixt::bench {
@@ -14,9 +15,13 @@ namespace mixt::bench {
 using Json = nlohmann::ordered_json;
 
 // Writes `figures` to `path` with the atomic file writer and says so; nothing when `path` is "".
+// On an emulated-CUDA build the document says so ("emulated_cuda": true): CUDA figures
+// from it are the CPU's, never a GPU's.
 inline void write_figures(const std::string& path, const Json& figures) {
   if (path.empty()) return;
-  io::write_file_atomic(path, figures.dump(2) + "\n");
+  Json doc = figures;
+  if (cuda::is_emulated()) doc["emulated_cuda"] = true;
+  io::write_file_atomic(path, doc.dump(2) + "\n");
   std::printf("JSON written to %s\n", path.c_str());
 }
 

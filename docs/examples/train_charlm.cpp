@@ -91,12 +91,13 @@ Run make_run(int64_t vocab, const Config& c, int64_t planned_steps) {
   return r;
 }
 
-// The device of --device: auto is cuda:0 when CUDA is available.
+// The device of --device: auto is cuda:0 when a GPU is available (the emulated CUDA
+// device is a test device: auto keeps the CPU there, --device cuda selects it).
 Device pick_device(const std::string& name) {
   if (name == "cpu") return Device::cpu();
   if (name == "cuda") return Device::cuda(0);
   if (name != "auto") throw Error("train_charlm", "--device must be auto, cpu or cuda, not " + name);
-  return cuda::is_available() ? Device::cuda(0) : Device::cpu();
+  return cuda::is_available() && !cuda::is_emulated() ? Device::cuda(0) : Device::cpu();
 }
 
 // Bytes in use on `device`, for the progress line.
@@ -127,7 +128,9 @@ int train_demo(int argc, char** argv) {
               cfg.precision == "fp16"   ? "float16 autocast + grad scaler"
               : cfg.precision == "f32" ? "float32"
                                        : "bfloat16 autocast");
-  std::printf("device: %s%s\n", cfg.device.str().c_str(), cfg.deterministic ? " (deterministic)" : "");
+  std::printf("device: %s%s%s\n", cfg.device.str().c_str(),
+              cfg.device.is_cuda() ? (" (" + cuda::device_name(cfg.device.index()) + ")").c_str() : "",
+              cfg.deterministic ? " (deterministic)" : "");
 
   const double initial_held_out = charlm::evaluate(*run.model, corpus, cfg);
   std::mt19937_64 rng(42);

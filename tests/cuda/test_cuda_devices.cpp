@@ -83,6 +83,29 @@ void synchronize_every_device() {
   expect(cudaGetLastError() == cudaSuccess, "no stale error after the device switches");
 }
 
+// Every place that names the device says when it is the emulated one.
+void names_the_device() {
+  const std::string name = cuda::device_name(0);
+  autocast::Explain ex;
+  { Tensor y = add(ones({4}, TensorOptions{.dtype = kFloat32, .device = Device::cuda(0)}), 1.0); }
+  const std::string table = ex.table(), json = ex.json();
+  if (cuda::is_emulated()) {
+    expect(name.find("emulated") != std::string::npos, "cuda::device_name says emulated: " + name);
+    expect(table.find("cuda(emu)") != std::string::npos, "explain's table shows cuda(emu):\n" + table);
+    expect(json.find("\"emulated_cuda\": true") != std::string::npos, "explain's JSON says emulated_cuda");
+    bool raised = false;
+    try {
+      empty({1 << 20, 1 << 20, 1 << 10}, TensorOptions{.dtype = kFloat32, .device = Device::cuda(0)});
+    } catch (const Error& e) {
+      raised = std::string(e.what()).find("cuda:0") != std::string::npos;
+    }
+    expect(raised, "an out-of-memory error names the device");
+  } else {
+    expect(name.find("emulated") == std::string::npos, "a GPU's name: " + name);
+    expect(table.find("cuda(emu)") == std::string::npos, "explain shows cuda");
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -94,6 +117,7 @@ int main() {
   group("a process that only uses cuda:1", only_device_one);
   group("switching back to a used device", switching_back);
   group("cuda::synchronize waits for every device", synchronize_every_device);
+  group("the device's name says whether it is emulated", names_the_device);
   std::printf("test_cuda_devices: %d checks, %d failures\n", g_checks, g_failures);
   return g_failures == 0 ? 0 : 1;
 }
