@@ -3,9 +3,10 @@
 // (kernels/common/index_checks.h) and raise mixt::Error before anything runs; index values
 // are checked by the kernels, which report a bad one through the device error word (raised
 // at the next sync, Note [Device-side errors]) and leave its element alone. scatter and
-// scatter_add walk each line of the index in the CPU's order (the CPU's bits, no float
-// atomics) when is_deterministic(), for short lines and for dtypes without atomics; long
-// lines otherwise go per element (atomic sums; duplicate indices of scatter race).
+// scatter_add apply each line of the index in the CPU's order (the CPU's bits, no float
+// atomics; Note [Ordered scatter]: long lines shared by owners of disjoint positions) when
+// is_deterministic(), for short lines and for dtypes without atomics; long lines otherwise
+// go per element (atomic sums; duplicate indices of scatter race).
 #include <cstring>
 
 #include <mixt/dispatcher/dispatch.h>
@@ -166,9 +167,9 @@ void scatter_common(OpCall& c, bool add) {
   if (index.numel() == 0) return;
   const Tensor out1 = at_least_1d(out);
   const ScalarType dtype = out.dtype();
-  // One thread per line walks it in the CPU's order: the CPU's result, deterministic. Long
-  // lines (few threads, long serial walks) go per element when timing may decide the result
-  // (atomic sums, racing duplicate assignments), unless set_deterministic(true).
+  // The ordered path applies each line in the CPU's order (Note [Ordered scatter]): the
+  // CPU's result, deterministic. Long lines go per element instead when timing may decide
+  // the result (atomic sums, racing duplicate assignments), unless set_deterministic(true).
   const bool per_element = !is_deterministic() && index.sizes()[d] >= kMinParallelLine &&
                            (!add || scatter_add_has_atomics(dtype));
   const Shape space = per_element ? index.sizes() : with(index.sizes(), d, 1);
@@ -179,7 +180,14 @@ void scatter_common(OpCall& c, bool add) {
                                    {&space, &src_strides, out1.element_size()}};
   ScatterArgs a;
   a.layout = layout_of(space, geom);
-  a.line_length = per_element ? 1 : index.sizes()[d];
+  a.plan = make_scatter_plan(a.layout.numel, per_element ? 1 : index.sizes()[d], out1.sizes()[d]);
+  // A bucketed plan's workspace: freed after queuing, which the stream-ordered allocator
+  // makes safe (reused only by later work on this stream).
+  Tensor workspace;
+  if (const int64_t ints = scatter_workspace_ints(a.plan); ints > 0) {
+    workspace = make_empty({ints}, kInt32, device);
+    a.workspace = static_cast<int32_t*>(workspace.data_ptr());
+  }
   a.index_step = index.strides()[d] * index.element_size();
   a.src_step = src_strides[d] * out1.element_size();
   a.out = out1.data_ptr();

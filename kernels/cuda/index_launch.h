@@ -8,6 +8,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <mixt/kernels/common/scatter_plan.h>
 #include <mixt/kernels/common/strided_layout.h>
 #include <mixt/kernels/cuda/device_error.h>
 #include <mixt/runtime/dtype.h>
@@ -32,13 +33,16 @@ struct GatherArgs {
 enum class ScatterMode : int8_t { Assign, Add };
 
 // scatter(_) and scatter_add(_): the layout (operands out with its dim-`d` stride zeroed,
-// index, src) runs over the lines of the index (its sizes with dim d set to 1) and each
-// thread walks its line's line_length elements in order (deterministic: the CPU's order),
-// or over every element of the index with line_length 1 (duplicates race: the last
-// writer wins for Assign; Add then uses atomics).
+// index, src) runs over the lines of the index (its sizes with dim d set to 1), whose
+// plan.length elements are applied in the CPU's order under `plan` (Note [Ordered
+// scatter], kernels/common/scatter_plan.h: one thread per line, or owners of disjoint
+// output positions after a bucketing pass; deterministic), or over every element of the
+// index with plan.length 1 (duplicates race: the last writer wins for Assign; Add then
+// uses atomics).
 struct ScatterArgs {
   StridedLayout layout;
-  int64_t line_length = 1;
+  ScatterPlan plan;                      // plan.lines == layout.numel
+  int32_t* workspace = nullptr;          // scatter_workspace_ints(plan) int32s when bucketed
   int64_t index_step = 0, src_step = 0;  // bytes per element along a line
   void* out = nullptr;
   const void* index = nullptr;
@@ -49,7 +53,7 @@ struct ScatterArgs {
   ScalarType dtype = ScalarType::Float32;
   ScalarType index_dtype = ScalarType::Int64;
   ScatterMode mode = ScatterMode::Assign;
-  bool atomic = false;                   // Add with atomics (line_length 1; float32/64, int32/64)
+  bool atomic = false;                   // Add with atomics (plan.length 1; float32/64, int32/64)
   uint32_t* error = nullptr;
 };
 

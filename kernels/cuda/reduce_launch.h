@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <mixt/kernels/common/reduce_geometry.h>
+#include <mixt/kernels/common/scan_plan.h>
 #include <mixt/runtime/dtype.h>
 
 namespace mixt::cuda {
@@ -38,16 +39,20 @@ struct ReduceArgs {
   double p = 2;           // Norm
 };
 
-// cumsum (prod = false) / cumprod of n-element lines, each scanned in order by one
-// thread (the CPU's order, so the results are the CPU's bits). `lines` iterates over
-// the non-scanned dims: operand 0 is out, operand 1 is in (byte strides); a line then
-// steps by out_stride / in_stride bytes.
+constexpr int64_t kScanAccBytes = 8;  // a scan's accumulator: double or int64
+
+// cumsum (prod = false) / cumprod of plan.lines lines of plan.n elements, scanned under
+// `plan` (Note [Chunked scans], kernels/common/scan_plan.h): one thread per line in order,
+// or chunks of long lines over many threads. `lines` iterates over the non-scanned dims:
+// operand 0 is out, operand 1 is in (byte strides); a line then steps by out_stride /
+// in_stride bytes.
 struct ScanArgs {
   StridedLayout lines;
-  int64_t n = 0;
+  ScanPlan plan;
   int64_t in_stride = 0, out_stride = 0;  // bytes
   const void* in = nullptr;
   void* out = nullptr;
+  void* workspace = nullptr;  // plan.chunks > 1: scan_workspace_slots(plan) * kScanAccBytes bytes
   ScalarType in_dtype = ScalarType::Float32;
   ScalarType out_dtype = ScalarType::Float32;
   bool prod = false;

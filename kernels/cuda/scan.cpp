@@ -1,8 +1,10 @@
-// cumsum and cumprod on CUDA: the CPU's checks and result dtypes (reduce_meta.h);
-// the device kernel (scan.cu) scans each line in order, as the CPU does.
+// cumsum and cumprod on CUDA: the CPU's checks and result dtypes (reduce_meta.h); the
+// device kernels (scan.cu) scan each line under a ScanPlan (Note [Chunked scans]): in
+// order on one thread, or a few long lines in chunks over many threads.
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/reduce_meta.h>
+#include <mixt/kernels/common/scan_plan.h>
 #include <mixt/kernels/common/strided_layout.h>
 #include <mixt/kernels/cuda/host.h>
 #include <mixt/kernels/cuda/reduce_launch.h>
@@ -37,14 +39,14 @@ void scan_kernel(OpCall& c, DispatchKeySet) {
       const OperandGeometry geom[2] = {{&sizes, &out_strides, out.element_size()},
                                        {&sizes, &in_strides, x.element_size()}};
       a.lines = make_strided_layout(sizes, geom);
-      a.n = x.sizes()[dim];
+      a.plan = make_scan_plan(a.lines.numel, x.sizes()[dim]);
       a.in_stride = x.strides()[dim] * x.element_size();
       a.out_stride = out.strides()[dim] * out.element_size();
     } else {
       const Shape none;
       const OperandGeometry geom[2] = {{&none, &none, out.element_size()}, {&none, &none, x.element_size()}};
       a.lines = make_strided_layout(none, geom);
-      a.n = 1;
+      a.plan = make_scan_plan(1, 1);
     }
     a.in = x.data_ptr();
     a.out = out.data_ptr();
@@ -53,6 +55,13 @@ void scan_kernel(OpCall& c, DispatchKeySet) {
     a.prod = Prod;
     const int index = x.device().index();
     DeviceGuard guard(index, op_name(c.op).data());
+    // A chunked plan keeps one accumulator per chunk between its passes: freed after
+    // queuing, which the stream-ordered allocator makes safe (reused only by later work).
+    Tensor workspace;
+    if (const int64_t slots = scan_workspace_slots(a.plan); slots > 0) {
+      workspace = make_empty({slots * kScanAccBytes}, kUInt8, x.device());
+      a.workspace = workspace.data_ptr();
+    }
     check(launch_scan(a, current_native_stream(index)), op_name(c.op).data());
   }
   if (!c.out[0].defined()) {

@@ -3,10 +3,12 @@
 // blocks of the multi-tensor apply, the per-block work of the AMP and optimizer kernels
 // (emulated block by block on the host against the CPU ops, bit for bit), the Philox
 // element -> counter mapping, the factory formulas, the index bounds rule and error codes,
-// the scatter/gather layouts and the window math of im2col/col2im.
+// the scatter/gather layouts, the plans and passes of the chunked scans and of the ordered
+// scatter, and the window math of im2col/col2im.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <random>
@@ -21,6 +23,8 @@
 #include <mixt/kernels/common/multi_tensor_plan.h>
 #include <mixt/kernels/common/optim_math.h>
 #include <mixt/kernels/common/random_transforms.h>
+#include <mixt/kernels/common/scan_plan.h>
+#include <mixt/kernels/common/scatter_plan.h>
 #include <mixt/kernels/cuda/device_error.h>
 #include <mixt/mixt.h>
 #include <mixt/runtime/ops/amp.h>
@@ -514,8 +518,42 @@ Tensor emulate_gather(const Tensor& self, int d, const Tensor& index, bool* all_
   return out;
 }
 
-// The deterministic scatter_add kernel on the host: one "thread" per line, in index order.
-Tensor emulate_scatter_add(const Tensor& self, int d, const Tensor& index, const Tensor& src) {
+// One line of the ordered scatter on the host, as the kernels run it under plan `p`:
+// pass 1 for every chunk, then pass 2 for every owner; returns, per owner, the indices k
+// it applies, in its order. targets[k]: index k's position, or -1 for a bad index.
+std::vector<std::vector<int64_t>> ordered_scatter_line(const ScatterPlan& p, const std::vector<int64_t>& targets) {
+  std::vector<std::vector<int64_t>> writes(static_cast<size_t>(p.owners));
+  if (!scatter_bucketed(p)) {
+    for (int64_t k = 0; k < p.length; ++k)
+      if (targets[static_cast<size_t>(k)] >= 0) writes[0].push_back(k);
+    return writes;
+  }
+  ScatterPlan one = p;  // this line's slice of the workspace only
+  one.lines = 1;
+  std::vector<int32_t> ws(static_cast<size_t>(scatter_workspace_ints(one)), -7);
+  int32_t* ends = scatter_line_ends(one, ws.data(), 0);
+  int32_t* perm = scatter_line_perm(one, ws.data(), 0);
+  for (int64_t c = 0; c < p.chunks; ++c)
+    scatter_bucket_chunk(p, c, [&](int64_t k) { return targets[static_cast<size_t>(k)]; }, ends, perm);
+  for (int64_t b = 0; b < p.owners; ++b)
+    scatter_apply_owner(p, b, ends, perm, [&](int64_t k) { writes[static_cast<size_t>(b)].push_back(k); });
+  return writes;
+}
+
+// A bucketed plan with the given owners and chunks (small ones, to exercise the passes on
+// small tensors).
+ScatterPlan forced_scatter_plan(int64_t lines, int64_t length, int64_t positions, int64_t owners, int64_t chunks) {
+  ScatterPlan p = make_scatter_plan(lines, length, positions);
+  p.span = (positions + owners - 1) / owners;
+  p.owners = (positions + p.span - 1) / p.span;
+  p.chunk = (length + chunks - 1) / chunks;
+  p.chunks = (length + p.chunk - 1) / p.chunk;
+  return p;
+}
+
+// The ordered scatter_add kernel on the host: the layout of (out, index, src) over the index
+// lines, each line applied as ordered_scatter_line orders it under plan `p`.
+Tensor emulate_scatter_add(const Tensor& self, int d, const Tensor& index, const Tensor& src, const ScatterPlan& p) {
   Tensor out = self.clone();
   Shape space = index.sizes();
   space[d] = 1;
@@ -523,18 +561,26 @@ Tensor emulate_scatter_add(const Tensor& self, int d, const Tensor& index, const
   out_strides[d] = 0;
   const OperandGeometry geom[3] = {{&space, &out_strides, 4}, {&space, &index.strides(), 8}, {&space, &src.strides(), 4}};
   const StridedLayout L = make_strided_layout(space, geom);
+  REQUIRE(p.lines == L.numel);
+  REQUIRE(p.length == index.size(d));
   for (int64_t line = 0; line < L.numel; ++line) {
     int64_t off[3];
     element_offsets(L, line, off);
+    std::vector<int64_t> targets;
     for (int64_t k = 0; k < index.size(d); ++k) {
-      int64_t v, w;
+      int64_t v, w = -1;
       std::memcpy(&v, static_cast<const char*>(index.data_ptr()) + off[1] + k * index.strides()[d] * 8, 8);
       REQUIRE(index_math::wrap_index(v, out.size(d), &w));
-      float* dst = reinterpret_cast<float*>(static_cast<char*>(out.data_ptr()) + off[0] + w * out.strides()[d] * 4);
-      const float x = *reinterpret_cast<const float*>(static_cast<const char*>(src.data_ptr()) + off[2] +
-                                                      k * src.strides()[d] * 4);
-      *dst = index_math::scatter_add_value(*dst, x);
+      targets.push_back(w);
     }
+    for (const std::vector<int64_t>& ks : ordered_scatter_line(p, targets))
+      for (int64_t k : ks) {
+        const int64_t w = targets[static_cast<size_t>(k)];
+        float* dst = reinterpret_cast<float*>(static_cast<char*>(out.data_ptr()) + off[0] + w * out.strides()[d] * 4);
+        const float x = *reinterpret_cast<const float*>(static_cast<const char*>(src.data_ptr()) + off[2] +
+                                                        k * src.strides()[d] * 4);
+        *dst = index_math::scatter_add_value(*dst, x);
+      }
   }
   return out;
 }
@@ -553,7 +599,13 @@ TEST_CASE("the gather and scatter_add layouts reproduce the CPU ops", "[device][
     CHECK(same_bits(emulate_gather(self, d, index, &ok), gather(self, d, index)));
     CHECK(ok);
     const Tensor src = randn({4, 5, 3}, {}, &gen);
-    CHECK(same_bits(emulate_scatter_add(self.contiguous(), d, index, src), scatter_add(self.contiguous(), d, index, src)));
+    const Tensor want = scatter_add(self.contiguous(), d, index, src);
+    const int64_t lines = index.numel() / isz[d], length = isz[d], positions = self.size(d);
+    CHECK(same_bits(emulate_scatter_add(self.contiguous(), d, index, src, make_scatter_plan(lines, length, positions)),
+                    want));
+    CHECK(same_bits(emulate_scatter_add(self.contiguous(), d, index, src,
+                                        forced_scatter_plan(lines, length, positions, 2, 2)),
+                    want));
   }
   bool ok = true;
   Tensor bad = full({2, 2, 2}, 9.0, {.dtype = kInt64});
@@ -585,6 +637,154 @@ TEST_CASE("im2col/col2im window math: per-element mappings equal the CPU's walk"
         std::vector<int64_t> got;
         conv::for_each_contribution(w, ii, ij, [&](int64_t col) { got.push_back(col); });
         REQUIRE(got == readers[ii * w.in[1] + ij]);  // same columns, same (increasing) order
+      }
+  }
+}
+
+TEST_CASE("scan plans: a long line is shared by many threads and each prefix is stored once", "[device][scan]") {
+  SECTION("a 1-D cumsum of 10^6 elements is planned over many threads and blocks") {
+    const ScanPlan p = make_scan_plan(1, 1000000);
+    CHECK(scan_chunk_threads(p) >= 1024);
+    CHECK(blocks_for(scan_chunk_threads(p)) >= 4);
+    CHECK(scan_serial_steps(p) <= 1000000 / 100);
+  }
+  SECTION("short lines, and enough lines to fill the device, keep one thread per line (the CPU's order)") {
+    CHECK(make_scan_plan(1, 3 * kScanMinChunk - 1).chunks == 1);
+    CHECK(make_scan_plan(kScanTargetThreads, 100000).chunks == 1);
+    CHECK(make_scan_plan(3, 0).chunks == 1);
+    CHECK(scan_workspace_slots(make_scan_plan(1000, 50)) == 0);
+  }
+  SECTION("chunks cover each line once, none empty, within the limits") {
+    for (int64_t lines : {int64_t{1}, int64_t{3}, int64_t{100}, int64_t{5000}})
+      for (int64_t n : {int64_t{1}, int64_t{255}, int64_t{256}, int64_t{1000}, int64_t{12345}, int64_t{1000000},
+                        int64_t{100000000}}) {
+        const ScanPlan p = make_scan_plan(lines, n);
+        REQUIRE(p.chunks >= 1);
+        REQUIRE(p.chunks <= kScanMaxChunks);
+        if (p.chunks > 1) REQUIRE(p.chunk >= kScanMinChunk);
+        int64_t next = 0;
+        for (int64_t c = 0; c < p.chunks; ++c) {
+          int64_t first, end;
+          scan_chunk_bounds(p, c, &first, &end);
+          REQUIRE(first == next);
+          REQUIRE(end > first);
+          next = end;
+        }
+        REQUIRE(next == n);
+        CHECK(scan_workspace_slots(p) == (p.chunks > 1 ? lines * p.chunks : 0));
+      }
+  }
+  SECTION("the device order: wrapping integers exact; double sums and products within their error bounds") {
+    std::mt19937_64 rng(11);
+    const double u = std::ldexp(1.0, -53);
+    for (int64_t n : {int64_t{1000}, int64_t{54321}}) {
+      const ScanPlan p = make_scan_plan(1, n);
+      REQUIRE(p.chunks > 1);
+      std::vector<uint64_t> iv(static_cast<size_t>(n));
+      for (uint64_t& v : iv) v = rng();  // sums and products wrap many times
+      for (bool prod : {false, true}) {
+        auto op = [prod](uint64_t a, uint64_t b) { return prod ? a * b : a + b; };
+        std::vector<uint64_t> got(static_cast<size_t>(n), 0), seen(static_cast<size_t>(n), 0);
+        scan_in_device_order(p, uint64_t{prod ? 1u : 0u}, op, [&](int64_t k) { return iv[static_cast<size_t>(k)]; },
+                             [&](int64_t k, uint64_t acc) {
+                               got[static_cast<size_t>(k)] = acc;
+                               ++seen[static_cast<size_t>(k)];
+                             });
+        uint64_t acc = prod ? 1 : 0;
+        for (int64_t k = 0; k < n; ++k) {
+          acc = op(acc, iv[static_cast<size_t>(k)]);
+          REQUIRE(got[static_cast<size_t>(k)] == acc);
+          REQUIRE(seen[static_cast<size_t>(k)] == 1);
+        }
+      }
+      std::uniform_real_distribution<double> sym(-1.0, 1.0), near1(0.999, 1.001);
+      std::vector<double> x(static_cast<size_t>(n)), y(static_cast<size_t>(n)), sums(x.size()), prods(x.size());
+      for (size_t i = 0; i < x.size(); ++i) x[i] = sym(rng), y[i] = near1(rng);
+      auto add = [](double a, double b) { return a + b; };
+      auto mul = [](double a, double b) { return a * b; };
+      scan_in_device_order(p, 0.0, add, [&](int64_t k) { return x[static_cast<size_t>(k)]; },
+                           [&](int64_t k, double a) { sums[static_cast<size_t>(k)] = a; });
+      scan_in_device_order(p, 1.0, mul, [&](int64_t k) { return y[static_cast<size_t>(k)]; },
+                           [&](int64_t k, double a) { prods[static_cast<size_t>(k)] = a; });
+      // Both orders are within gamma_k = k u / (1 - k u) of the exact prefix, relative to the
+      // sum of magnitudes (sums) or to the product itself (products): 2 gamma_k apart.
+      double s = 0, a = 0, q = 1;
+      int differ = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        const size_t i = static_cast<size_t>(k);
+        s += x[i], a += std::fabs(x[i]), q *= y[i];
+        const double g2 = 2.0 * static_cast<double>(k) * u / (1.0 - static_cast<double>(k) * u);
+        REQUIRE(std::fabs(sums[i] - s) <= g2 * a);
+        REQUIRE(std::fabs(prods[i] - q) <= g2 * std::fabs(q) * (1 + g2));
+        differ += sums[i] != s;
+      }
+      CHECK(differ > 0);  // the orders do differ: the bound is what holds
+    }
+  }
+}
+
+TEST_CASE("ordered scatter plans: owners of disjoint positions apply a long line in index order",
+          "[device][index]") {
+  SECTION("a 1-D scatter of 10^6 indices is planned over many threads") {
+    const ScatterPlan p = make_scatter_plan(1, 1000000, 10000);
+    REQUIRE(scatter_bucketed(p));
+    CHECK(p.lines * p.chunks >= 128);  // pass 1's threads
+    CHECK(p.lines * p.owners >= 256);  // pass 2's threads
+    CHECK(2 * p.chunk + 2 * p.owners <= 1000000 / 50);  // pass 1's walk
+    CHECK(p.chunks + 1000000 / p.owners <= 1000000 / 50);  // pass 2's, for targets spread evenly
+  }
+  SECTION("short lines, one position, and enough lines keep one thread per line") {
+    CHECK_FALSE(scatter_bucketed(make_scatter_plan(1, kScatterMinChunk, 1000)));
+    CHECK_FALSE(scatter_bucketed(make_scatter_plan(1, 100000, 1)));
+    CHECK_FALSE(scatter_bucketed(make_scatter_plan(kScatterTargetThreads, 100000, 1000)));
+    CHECK(scatter_workspace_ints(make_scatter_plan(1, 10, 10)) == 0);
+  }
+  SECTION("plans cover every index and position, and the workspace stays within 2 int32 per index") {
+    for (int64_t lines : {int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{100000}})
+      for (int64_t length : {int64_t{1}, int64_t{129}, int64_t{5000}, int64_t{1000000}})
+        for (int64_t positions : {int64_t{1}, int64_t{2}, int64_t{300}, int64_t{1000000}}) {
+          const ScatterPlan p = make_scatter_plan(lines, length, positions);
+          if (!scatter_bucketed(p)) continue;
+          REQUIRE(p.owners <= positions);
+          REQUIRE(p.span * p.owners >= positions);
+          REQUIRE((p.owners - 1) * p.span < positions);  // no owner without positions
+          REQUIRE(p.chunk * p.chunks >= length);
+          REQUIRE((p.chunks - 1) * p.chunk < length);  // no empty chunk
+          REQUIRE(p.chunk <= kScatterMaxChunk);
+          CHECK(scatter_workspace_ints(p) <= 2 * lines * length);
+        }
+  }
+  SECTION("the two passes apply each valid index once, by its position's owner, in increasing k") {
+    std::mt19937 rng(17);
+    auto check = [&](const ScatterPlan& p, const std::vector<int64_t>& targets) {
+      const std::vector<std::vector<int64_t>> writes = ordered_scatter_line(p, targets);
+      std::vector<int> applied(targets.size(), 0);
+      for (int64_t b = 0; b < p.owners; ++b) {
+        int64_t last = -1;
+        for (int64_t k : writes[static_cast<size_t>(b)]) {
+          const int64_t w = targets[static_cast<size_t>(k)];
+          REQUIRE(w >= b * p.span);
+          REQUIRE(w < (b + 1) * p.span);
+          REQUIRE(k > last);
+          last = k;
+          ++applied[static_cast<size_t>(k)];
+        }
+      }
+      for (size_t k = 0; k < targets.size(); ++k) REQUIRE(applied[k] == (targets[k] >= 0 ? 1 : 0));
+    };
+    for (int64_t length : {int64_t{1000}, int64_t{20000}})
+      for (int64_t positions : {int64_t{3}, int64_t{50}, int64_t{5000}}) {
+        std::vector<int64_t> targets(static_cast<size_t>(length));
+        for (size_t k = 0; k < targets.size(); ++k) {
+          const uint32_t r = rng();
+          // A few are bad, about half hit position 1 (a skewed line), the rest anywhere.
+          targets[k] = r % 50 == 0 ? -1 : r % 2 ? 1 : static_cast<int64_t>(r % positions);
+        }
+        const ScatterPlan p = make_scatter_plan(1, length, positions);
+        REQUIRE(scatter_bucketed(p));
+        check(p, targets);
+        check(forced_scatter_plan(1, length, positions, positions, 7), targets);  // one position per owner
+        check(forced_scatter_plan(1, length, positions, 2, 1), targets);
       }
   }
 }
