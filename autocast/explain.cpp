@@ -27,6 +27,13 @@ std::string dtype_list(const std::vector<ScalarType>& v) {
   return s;
 }
 
+// The output dtypes, with the device where it is not the op's ("bool@cpu": a copy to the host).
+std::string shown_outputs(const ExplainRecord& r) {
+  std::string s = dtype_list(r.outputs);
+  if (!r.outputs.empty() && r.output_device != r.device) s += "@" + std::string(device_type_name(r.output_device));
+  return s;
+}
+
 }  // namespace
 
 namespace detail {
@@ -138,7 +145,7 @@ std::string Explain::table() const {
                                                                        shown_device(r.policy_device));
     out += fmt::format("{:<34} {:<10} {:<15} {:<14} {:<28} {:<14} {}\n",
                        std::string(static_cast<size_t>(2 * r.depth), ' ') + r.op, dev, rule_name(r.rule),
-                       policy_name(r.policy), dtype_list(r.inputs), dtype_list(r.outputs), casts);
+                       policy_name(r.policy), dtype_list(r.inputs), shown_outputs(r), casts);
   }
   out += fmt::format("{} ops, {} casts ({} cache hits), {} bytes cast\n", records_.size(), casts(), cache_hits(),
                      bytes_cast());
@@ -163,6 +170,7 @@ std::string Explain::json() const {
                           {"policy_device", device_type_name(r.policy_device)}, {"rule", rule_name(r.rule)},
                           {"policy", policy_name(r.policy)}, {"inputs", in}, {"outputs", out},
                           {"casts", casts},   {"depth", r.depth}};
+    if (!r.outputs.empty() && r.output_device != r.device) rec["output_device"] = device_type_name(r.output_device);
     if (r.set_dtype != ScalarType::Undefined) rec["set_dtype"] = dtype_name(r.set_dtype);
     if (r.predicted != ScalarType::Undefined) rec["predicted_output"] = dtype_name(r.predicted);
     if (!r.error.empty()) rec["error"] = r.error;

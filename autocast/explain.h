@@ -26,6 +26,7 @@ struct ExplainRecord {
   Policy policy = Policy::PassThrough;
   std::vector<ScalarType> inputs;
   std::vector<ScalarType> outputs;
+  DeviceType output_device = DeviceType::CPU;  // where output 0 lives (a `to` may move it)
   std::vector<CastRecord> casts;
   ScalarType set_dtype = ScalarType::Undefined;  // dtype attribute autocast set
   ScalarType predicted = ScalarType::Undefined;  // output dtype the decision predicted

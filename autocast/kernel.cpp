@@ -12,19 +12,31 @@
 namespace mixt::autocast {
 namespace {
 
-// Runs an op autocast leaves alone: one op in its inputs' dtypes (this device's
-// autocast key excluded below it), unless its decomposition is what autocast
-// must see (op flag AutocastDecomposes: cross_entropy). The fast path and the recorded path both come here,
-// so what an op returns never depends on whether an Explain is watching.
+// Runs an op autocast leaves alone: one op in its inputs' dtypes (every autocast key
+// excluded below it: Note [One autocast per call]), unless its decomposition is what
+// autocast must see (op flag AutocastDecomposes: cross_entropy). The fast path and the
+// recorded path both come here, so what an op returns never depends on whether an
+// Explain is watching.
 template <DeviceType D>
 void pass_through(OpCall& c, DispatchKeySet keys) {
   constexpr DispatchKey key = autocast_key(D);
   if (op_entry(c.op).has(op_flags::AutocastDecomposes)) {
-    redispatch(c, keys, key);  // the key stays live: the ops it calls are autocast
+    redispatch(c, keys, key);  // the keys stay live: the ops it calls are autocast
     return;
   }
-  ExcludeKeysGuard below(key);
+  ExcludeKeysGuard below(kAutocastKeys);
   redispatch(c, keys, key);
+}
+
+// True when the call is device D's to decide: its tensors live on D, or D is the highest
+// device among them. A CUDA (or meta) op may take CPU scalars, whose CPU autocast key
+// must not decide the op a second time (Note [One autocast per call]). A call on one
+// device (its backend keys are D's alone) is D's without looking at its inputs.
+template <DeviceType D>
+bool decides_call(const OpCall& c, DispatchKeySet keys) {
+  if ((keys & DispatchKeySet::backends()) == DispatchKeySet(backend_key_for(Device(D)))) return true;
+  const DispatchKeySet carried = c.input_keys(op_entry(c.op)) & kAutocastKeys;
+  return carried.empty() || carried.highest() == autocast_key(D);
 }
 
 // The kernel of the autocast key of device D. Tensors of D follow the policy table of
@@ -33,6 +45,10 @@ void pass_through(OpCall& c, DispatchKeySet keys) {
 template <DeviceType D>
 void autocast_kernel(OpCall& c, DispatchKeySet keys) {
   constexpr DispatchKey key = autocast_key(D);
+  if (MIXT_UNLIKELY(!decides_call<D>(c, keys))) {
+    redispatch(c, keys, key);  // another device's op: this key is transparent to it
+    return;
+  }
   const State& own = state();
   const DeviceType P = own.table[static_cast<size_t>(D)];
   Explain* ex = detail::active_explain();
@@ -64,6 +80,7 @@ void autocast_kernel(OpCall& c, DispatchKeySet keys) {
     ExplainRecord r;
     r.op = std::string(op_name(c.op));
     r.device = D;
+    r.output_device = D;
     r.policy_device = P;
     r.rule = d.rule;
     r.policy = d.policy;
@@ -86,6 +103,7 @@ void autocast_kernel(OpCall& c, DispatchKeySet keys) {
     ExplainRecord& r = ex->at(record);
     for (const Tensor& t : c.out)
       if (t.defined()) r.outputs.push_back(t.dtype());
+    if (c.out[0].defined()) r.output_device = c.out[0].device().type();
   };
 
   MIXT_CHECK_OP(d.error.empty(), c, "{} (autocast on {})", d.error, device_type_name(D));
@@ -103,7 +121,7 @@ void autocast_kernel(OpCall& c, DispatchKeySet keys) {
     return;
   }
   const ScalarType lower = st.dtype[static_cast<size_t>(P)];
-  ExcludeKeysGuard casting(key);  // the casts themselves are not autocast
+  ExcludeKeysGuard casting(kAutocastKeys);  // the casts, and the op's body, are not autocast
   auto cast = [&](const Tensor& t, ScalarType to, int index) {
     bool hit = false;
     const bool use_cache = cacheable(t, to, lower);
@@ -123,7 +141,7 @@ void autocast_kernel(OpCall& c, DispatchKeySet keys) {
     c.list = list;
   }
   if (d.set_dtype != ScalarType::Undefined) c.attrs.dtype = d.set_dtype;
-  dispatch(c);  // with this device's autocast excluded (`casting`): the op and what it calls
+  dispatch(c);  // with autocast excluded (`casting`): the op and what it calls
   finish();
 }
 

@@ -465,3 +465,39 @@ TEST_CASE("frozen parameters read only through casts are stored in the low dtype
   CHECK(mixed.parameters()[1].dtype() == kFloat32);
   CHECK(mixed.parameters()[0].dtype() == kBFloat16);
 }
+
+TEST_CASE("a call is autocast once, by its tensors' device: a CPU scalar operand adds no CPU decision",
+          "[autocast][rehearsal]") {
+  // Note [One autocast per call]: a meta (or CUDA) op may take CPU scalars; the CPU's
+  // autocast key they carry must not decide (nor record) the op a second time.
+  const Tensor m = empty({2, 3}, {.device = Device::meta()});
+  autocast::Explain ex;
+  {
+    autocast::Guard cuda({.device = DeviceType::CUDA, .dtype = kFloat16, .rehearse_on = Device::meta()});
+    autocast::Guard cpu(cpu_bf16());  // the CPU's autocast is on as well
+    CHECK(mul(m, 2.0).is_meta());     // 2.0: a wrapped CPU scalar
+    CHECK(add(m, scalar_tensor(1.0, {.dtype = kFloat32, .device = Device::cpu()})).is_meta());  // a 0-dim CPU tensor
+  }
+  std::string table = ex.table();
+  INFO(table);
+  REQUIRE(ex.records().size() == 2);
+  for (const auto& r : ex.records()) {
+    CHECK(r.device == DeviceType::Meta);
+    CHECK(r.policy_device == DeviceType::CUDA);
+  }
+  // A CPU tensor's op is still the CPU's, also when it writes to another device; and the
+  // ops its body calls (the copy_ onto meta) are not decided again by meta's key.
+  const Tensor one = ones({2});
+  autocast::Explain ex2;
+  {
+    autocast::Guard cpu(cpu_bf16());
+    CHECK(one.to(Device::meta()).is_meta());
+  }
+  table = ex2.table();
+  INFO(table);
+  REQUIRE(ex2.records().size() == 1);
+  CHECK(ex2.records()[0].op == "to");
+  CHECK(ex2.records()[0].device == DeviceType::CPU);
+  CHECK(ex2.records()[0].output_device == DeviceType::Meta);
+  CHECK_THAT(table, Contains("float32@meta"));
+}
