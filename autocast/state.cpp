@@ -12,6 +12,21 @@ namespace {
 thread_local State t_state;
 thread_local int t_observers = 0;
 
+// The dispatcher's kernel choice, in step with the tables: the backend of a device whose
+// tensors follow another device's policy runs that device's choice of kernel or
+// composite (Note [Rehearsed kernel choice]).
+void sync_kernel_choice() {
+  LocalDispatchKeys& tls = tls_dispatch_keys;
+  tls.rehearsed = {};
+  for (int d = 0; d < kNumDeviceTypes; ++d) {
+    const DeviceType on = static_cast<DeviceType>(d), table = t_state.table[static_cast<size_t>(d)];
+    if (table == on) continue;
+    const DispatchKey k = backend_key_for(Device(on));
+    tls.rehearsed |= k;
+    tls.choice_of[static_cast<size_t>(k)] = backend_key_for(Device(table));
+  }
+}
+
 // The autocast key of a device is live when autocast is on for it or a scope
 // (island or region) is open; a Disabled scope turns both keys off.
 void sync_keys() {
@@ -24,6 +39,14 @@ void sync_keys() {
     const bool live = !disabled && (t_state.enabled[static_cast<size_t>(d)] || scoped || t_observers > 0);
     excluded = live ? excluded - k : excluded | k;
   }
+  sync_kernel_choice();
+}
+
+// Makes `saved` this thread's state again, with the key sets it had (a guard's exit).
+void restore(const State& saved, DispatchKeySet saved_excluded) {
+  t_state = saved;
+  tls_dispatch_keys.excluded = saved_excluded;
+  sync_kernel_choice();
 }
 
 void push_scope(Scope s, const char* what) {
@@ -80,24 +103,21 @@ Guard::Guard(Options o) : saved_(t_state), saved_excluded_(tls_dispatch_keys.exc
 
 Guard::~Guard() {
   if (--t_state.nesting == 0) clear_cache();
-  t_state = saved_;
-  tls_dispatch_keys.excluded = saved_excluded_;
+  restore(saved_, saved_excluded_);
 }
 
 Disable::Disable() : saved_(t_state), saved_excluded_(tls_dispatch_keys.excluded) {
   push_scope({ScopeKind::Disabled, ScalarType::Undefined}, "autocast::Disable");
 }
 Disable::~Disable() {
-  t_state = saved_;
-  tls_dispatch_keys.excluded = saved_excluded_;
+  restore(saved_, saved_excluded_);
 }
 
 Island::Island() : saved_(t_state), saved_excluded_(tls_dispatch_keys.excluded) {
   push_scope({ScopeKind::Island, kFloat32}, "autocast::Island");
 }
 Island::~Island() {
-  t_state = saved_;
-  tls_dispatch_keys.excluded = saved_excluded_;
+  restore(saved_, saved_excluded_);
 }
 
 Region::Region(ScalarType dtype) : saved_(t_state), saved_excluded_(tls_dispatch_keys.excluded) {
@@ -105,8 +125,7 @@ Region::Region(ScalarType dtype) : saved_(t_state), saved_excluded_(tls_dispatch
   push_scope({ScopeKind::Region, dtype}, "autocast::Region");
 }
 Region::~Region() {
-  t_state = saved_;
-  tls_dispatch_keys.excluded = saved_excluded_;
+  restore(saved_, saved_excluded_);
 }
 
 void set_dtype(DeviceType device, ScalarType dtype) {
@@ -143,10 +162,9 @@ StateSwap::StateSwap(const State& st)
 }
 
 StateSwap::~StateSwap() {
-  t_state = saved_;
   t_observers = saved_observers_;
   swap_active_explain(static_cast<Explain*>(saved_explain_));
-  tls_dispatch_keys.excluded = saved_excluded_;
+  restore(saved_, saved_excluded_);
 }
 
 ScalarType outer_dtype() {

@@ -1,5 +1,6 @@
 // dispatch: keys = (input keys | tls.included) - tls.excluded, masked by the
-// op's kernels; the highest key's kernel runs. See Note [Dispatch keys].
+// op's kernels; the highest key's kernel runs (a rehearsed backend's: the kernel or
+// composite of the backend it rehearses). See Note [Dispatch keys].
 #pragma once
 
 #include <new>
@@ -33,7 +34,7 @@ MIXT_ALWAYS_INLINE void dispatch(OpCall& call) {
   const DispatchKeySet ks = ((call.input_keys(e) | tls.included) - tls.excluded) & e.mask;
   if (MIXT_UNLIKELY(ks.empty())) detail::throw_no_kernel(call, ((call.input_keys(e) | tls.included) - tls.excluded));
   try {
-    e.kernels[static_cast<int>(ks.highest())](call, ks);
+    e.kernel_for(ks.highest(), tls)(call, ks);
   } catch (const Error& err) {
     // Errors raised by shared helpers carry no inputs: attach this call's.
     if (err.context().empty()) detail::rethrow_with_context(err, call);
@@ -56,10 +57,11 @@ inline DispatchKeySet dispatch_keys(const OpCall& call) {
 // From inside the kernel of `current`: routes `call` to the next key below it.
 inline void redispatch(OpCall& call, DispatchKeySet keys, DispatchKey current) {
   const OpEntry& e = op_entry(call.op);
-  ++tls_dispatch_keys.redispatches;
+  LocalDispatchKeys& tls = tls_dispatch_keys;
+  ++tls.redispatches;
   const DispatchKeySet ks = keys & DispatchKeySet::below(current) & e.mask;
   if (MIXT_UNLIKELY(ks.empty())) detail::throw_no_kernel(call, keys & DispatchKeySet::below(current));
-  e.kernels[static_cast<int>(ks.highest())](call, ks);
+  e.kernel_for(ks.highest(), tls)(call, ks);
 }
 
 // Dispatches and returns out[0] (the common front-end pattern).

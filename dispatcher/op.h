@@ -8,6 +8,7 @@
 
 #include <mixt/dispatcher/attrs.h>
 #include <mixt/dispatcher/keys.h>
+#include <mixt/dispatcher/tls.h>
 #include <mixt/runtime/macros.h>
 
 namespace mixt {
@@ -91,8 +92,20 @@ struct OpEntry {
   KernelFn bound[kNumDispatchKeys] = {};    // kernels registered per key (backends: their own)
   KernelFn composite = nullptr;             // the op in other ops: every backend without its own kernel
   bool has(uint32_t flag) const { return (schema.flags & flag) != 0; }
-  // True when backend `k` runs the composite implementation (it has no kernel of its own).
-  bool runs_composite(DispatchKey k) const { return composite != nullptr && bound[static_cast<int>(k)] == nullptr; }
+  // True when backend `k` has no kernel of its own and runs the composite implementation.
+  bool composite_on(DispatchKey k) const { return composite != nullptr && bound[static_cast<int>(k)] == nullptr; }
+  // True when a call routed to backend `k` on this thread runs the composite: `k` has no
+  // kernel of its own, or `k` rehearses a backend that has none (Note [Rehearsed kernel choice]).
+  bool runs_composite(DispatchKey k) const {
+    const LocalDispatchKeys& tls = tls_dispatch_keys;
+    return composite_on(k) || (tls.rehearsed.has(k) && composite_on(tls.choice_of[static_cast<int>(k)]));
+  }
+  // What a call routed to key `k` runs on a thread with key sets `tls`: the kernel resolved
+  // for `k`, or the composite where `k` rehearses a backend that runs it.
+  MIXT_ALWAYS_INLINE KernelFn kernel_for(DispatchKey k, const LocalDispatchKeys& tls) const {
+    if (MIXT_UNLIKELY(tls.rehearsed.has(k)) && composite_on(tls.choice_of[static_cast<int>(k)])) return composite;
+    return kernels[static_cast<int>(k)];
+  }
 };
 
 namespace detail {

@@ -2,6 +2,7 @@
 // thread's count of dispatcher entries.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include <mixt/dispatcher/keys.h>
@@ -11,6 +12,10 @@ namespace mixt {
 struct LocalDispatchKeys {
   DispatchKeySet included;
   DispatchKeySet excluded = kAutocastKeys;  // autocast starts off
+  // Backend keys whose choice between kernel and composite follows another backend's: the
+  // backend whose policy a guard rehearses on them (Note [Rehearsed kernel choice]).
+  DispatchKeySet rehearsed;
+  std::array<DispatchKey, kNumBackendKeys> choice_of{};  // per key in `rehearsed`: the backend it follows
   // This thread's dispatcher entries (Note [Dispatch counters]): kept beside the key
   // sets, so counting costs no TLS access of its own.
   uint64_t dispatches = 0;    // dispatch() calls: front ends, and kernels that call ops

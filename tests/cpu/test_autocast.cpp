@@ -501,3 +501,103 @@ TEST_CASE("a call is autocast once, by its tensors' device: a CPU scalar operand
   CHECK(ex2.records()[0].output_device == DeviceType::Meta);
   CHECK_THAT(table, Contains("float32@meta"));
 }
+
+namespace {
+// Which implementation of the test ops ran on CPU tensors: a backend kernel or the
+// composite (autocast's output-dtype prediction runs the op on meta tensors too).
+int g_kernel_runs = 0, g_composite_runs = 0;
+// 2x, "fused": one step the autocast layer does not see into.
+void twice_kernel(OpCall& c, DispatchKeySet) {
+  g_kernel_runs += c.in[0].device().is_cpu();
+  ExcludeKeysGuard unseen(kAutocastKeys);
+  c.out[0] = mul(c.in[0], 2.0);
+}
+// 2x written in other ops.
+void twice_composite(OpCall& c, DispatchKeySet) {
+  g_composite_runs += c.in[0].device().is_cpu();
+  c.out[0] = add(c.in[0], c.in[0]);
+}
+// An op whose composite's ops autocast sees (as cross_entropy's), with a composite and
+// the given backend kernels.
+OpId register_twice(const char* name, std::initializer_list<DispatchKey> kernels) {
+  const OpId id = register_op(
+      {.name = name, .min_inputs = 1, .max_inputs = 1, .outputs = 1, .flags = op_flags::AutocastDecomposes});
+  for (DispatchKey k : kernels) register_kernel(id, k, twice_kernel);
+  register_composite(id, twice_composite);
+  return id;
+}
+Tensor call1(OpId id, const Tensor& a) {
+  OpCall c(id);
+  c.push(a);
+  return call_op(c);
+}
+OpId g_twice_in_outer;
+// A composite-only op that calls the op under test (below the autocast layer: its policy casts).
+void outer_composite(OpCall& c, DispatchKeySet) { c.out[0] = call1(g_twice_in_outer, c.in[0]); }
+}  // namespace
+
+TEST_CASE("a rehearsal runs the composite where the rehearsed device has no kernel of its own",
+          "[autocast][rehearsal][custom]") {
+  // Note [Policy rehearsal]: CUDA's policy rehearsed on CPU tensors also runs what CUDA
+  // runs. `twice` has a CPU kernel and a composite, no CUDA kernel: a GPU runs the composite.
+  static const OpId twice = register_twice("test::twice_cpu_only", {DispatchKey::CPU});
+  static const OpId everywhere = register_twice("test::twice_everywhere", {DispatchKey::CPU, DispatchKey::CUDA});
+  static const OpId outer = [] {
+    g_twice_in_outer = twice;
+    const OpId id = register_op({.name = "test::twice_outer", .min_inputs = 1, .max_inputs = 1, .outputs = 1});
+    register_composite(id, outer_composite);
+    autocast::set_policy(DeviceType::CUDA, id, Policy::Fp32);  // cast, then run with the key excluded
+    return id;
+  }();
+  const Tensor x = data(kFloat32, {2, 3}, -1, 1, 31);
+  const std::vector<float> doubled = mul(x, 2.0).to_vector<float>();
+  // Which implementation a call of `id` ran.
+  auto ran = [&](OpId id, const Tensor& in) {
+    g_kernel_runs = g_composite_runs = 0;
+    const Tensor y = call1(id, in);
+    CHECK(y.to_vector<float>() == doubled);
+    return std::to_string(g_kernel_runs) + " kernel, " + std::to_string(g_composite_runs) + " composite";
+  };
+  const std::string kernel = "1 kernel, 0 composite", composite = "0 kernel, 1 composite";
+  const autocast::Options cuda_on_cpu{.device = DeviceType::CUDA, .dtype = kFloat16, .rehearse_on = Device::cpu()};
+  CHECK(ran(twice, x) == kernel);  // the CPU's own kernel
+  {
+    autocast::Guard g(cpu_bf16());
+    CHECK(ran(twice, x) == kernel);  // the CPU's policy on the CPU: still its kernel
+  }
+  {
+    autocast::Explain ex;
+    {
+      autocast::Guard g(cuda_on_cpu);
+      CHECK(ran(twice, x) == composite);
+    }
+    // Explain shows what a GPU shows: the op, and its composite's add one level deeper.
+    INFO(ex.table());
+    REQUIRE(ex.records().size() == 2);
+    CHECK(ex.records()[0].op == "test::twice_cpu_only");
+    CHECK(ex.records()[1].op == "add");
+    CHECK(ex.records()[1].depth == 1);
+    CHECK(ex.records()[1].policy_device == DeviceType::CUDA);
+  }
+  {
+    autocast::Guard g(cuda_on_cpu);
+    CHECK(ran(everywhere, x) == kernel);  // CUDA has a kernel: the rehearsal runs the CPU's
+    CHECK(ran(outer, x) == composite);    // inside another op, with the autocast key excluded
+    {
+      autocast::Disable off;
+      CHECK(ran(twice, x) == composite);  // the kernels are the device's, whatever the policy does
+    }
+    {
+      autocast::Guard off({.device = DeviceType::CUDA, .enabled = false, .rehearse_on = Device::cpu()});
+      CHECK(ran(twice, x) == composite);
+    }
+    // Autograd goes through the composite too: the gradient flows through its add (the
+    // op declares no derivative, so through the CPU kernel backward would raise).
+    const Tensor leaf = x.clone().set_requires_grad(true);
+    g_composite_runs = 0;
+    sum(call1(twice, leaf)).backward();
+    CHECK(g_composite_runs == 1);
+    CHECK(leaf.grad().to_vector<float>() == std::vector<float>(6, 2.0f));
+  }
+  CHECK(ran(twice, x) == kernel);  // the guard gave the CPU its own kernels back
+}

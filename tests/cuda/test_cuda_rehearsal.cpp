@@ -1,7 +1,9 @@
 // Policy rehearsal against the real run (Note [Policy rehearsal]): every op case whose
 // CUDA kernel takes float32, run under CUDA's autocast on CUDA tensors and under the
 // same policy rehearsed on CPU tensors, each with an Explain; the two record lists must
-// agree op by op (op, depth, device, rule, policy, casts, output dtypes). Own main (no Catch2,
+// agree op by op (op, depth, device, rule, policy, casts, output dtypes). A custom op with
+// a CPU kernel and a composite but no CUDA kernel checks that the rehearsal runs what the
+// GPU runs (the composite, whose ops autocast sees). Own main (no Catch2,
 // so the binary carries to a GPU machine): exits 77 (meson: SKIP) only on a machine
 // without a GPU (gpu_skip.h), 1 when any case disagrees.
 #include <cstdio>
@@ -109,6 +111,25 @@ bool compare(const std::string& where, const Body& body, const std::vector<Tenso
   return true;
 }
 
+// A custom op with a CPU kernel and a composite but no CUDA kernel: the GPU runs the
+// composite, and autocast sees its ops (AutocastDecomposes). The CPU kernel is "fused":
+// the autocast layer does not see into it.
+void twice_kernel(OpCall& c, DispatchKeySet) {
+  ExcludeKeysGuard unseen(kAutocastKeys);
+  c.out[0] = mul(c.in[0], 2.0);
+}
+void twice_composite(OpCall& c, DispatchKeySet) { c.out[0] = add(c.in[0], c.in[0]); }
+OpId twice_op() {
+  static const OpId id = [] {
+    const OpId op = register_op({.name = "test::twice_no_cuda_kernel", .min_inputs = 1, .max_inputs = 1,
+                                 .outputs = 1, .flags = op_flags::AutocastDecomposes});
+    register_kernel(op, DispatchKey::CPU, twice_kernel);
+    register_composite(op, twice_composite);
+    return op;
+  }();
+  return id;
+}
+
 }  // namespace
 
 int main() {
@@ -123,6 +144,13 @@ int main() {
       const Body body = [&c](const std::vector<Tensor>& ins, Device dev) { c.run(ins, kFloat32, dev); };
       compared += compare(c.label + in_low, body, in.in, low, failures);
     }
+    // The rehearsal runs what CUDA runs: the composite, where CUDA has no kernel of its own.
+    const Body twice = [](const std::vector<Tensor>& ins, Device) {
+      OpCall call(twice_op());
+      call.push(ins[0]);
+      call_op(call);
+    };
+    compared += compare("test::twice_no_cuda_kernel" + in_low, twice, {ones({2, 3})}, low, failures);
   }
   for (const std::string& f : failures) std::printf("FAIL: %s\n", f.c_str());
   if (compared == 0) {
