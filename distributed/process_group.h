@@ -39,6 +39,14 @@ class Work {
   void wait() { wait(timeout_); }
   virtual void wait(Milliseconds timeout) = 0;
   virtual bool is_completed() = 0;
+  // Makes the work queued from now on on the current stream of the operation's
+  // device wait for the operation, without blocking the host where the backend
+  // runs on streams (NCCL: a stream wait on its completion event; a result
+  // written back into a non-contiguous tensor is copied on that stream). Other
+  // backends wait(). A failure or timeout of such an operation is raised by the
+  // group's next wait; a host read of its result before that blocks in CUDA,
+  // not bounded by the group's timeout. Note [Stream-ordered waits].
+  virtual void wait_on_current_stream() { wait(); }
 
  protected:
   explicit Work(Milliseconds timeout) : timeout_(timeout) {}

@@ -1,17 +1,16 @@
 // The NCCL backend (nccl_group.h). Only this file includes nccl.h; the decisions
 // that need no GPU are in nccl_logic.cpp. See Note [NCCL backend].
 //
-// Note [NCCL backend]: a communicator per group, created non-blocking
-// (ncclConfig_t::blocking = 0), so no NCCL call blocks the host: each returns
-// ncclInProgress or ncclSuccess, and the group polls ncclCommGetAsyncError
-// against GroupOptions::timeout. Operations run on the group's own stream, after
-// an event recorded on the compute stream (the legacy default stream: mixt's
-// CUDA kernels and copies run there), and end with an event that Work::wait
-// polls together with the communicator's asynchronous error. A late or failed
-// operation aborts the communicator (ncclCommAbort), marks the group failed and
-// raises. The collectives' signature exchange and the headers of send/recv run
-// on a second communicator (split from the first) and stream, so the host waits
-// for the peers' records, not for the collectives queued before.
+// Note [NCCL backend] (docs/notes/distributed.md): a communicator per group,
+// created non-blocking, polled against GroupOptions::timeout. Operations run on
+// the group's own stream after an event recorded on the current stream of the
+// group's device (where mixt queues its kernels: cuda::current_stream, not the
+// legacy default stream), and end with an event that Work::wait polls together
+// with the communicator's asynchronous error, or that the current stream waits
+// for (Work::wait_on_current_stream). The group's own buffers come from the
+// caching allocator on the current stream at creation, so both of its streams
+// first wait for that stream. Signature exchanges and send/recv headers run on a
+// second communicator and stream. Device switches go through cuda::DeviceGuard.
 #include <mixt/distributed/nccl/nccl_group.h>
 
 #include <cuda_runtime_api.h>
@@ -24,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -31,6 +31,8 @@
 
 #include <mixt/distributed/call_signature.h>
 #include <mixt/distributed/nccl/nccl_logic.h>
+#include <mixt/kernels/cuda/host.h>
+#include <mixt/kernels/cuda/stream.h>
 #include <mixt/runtime/autograd/grad_mode.h>
 #include <mixt/runtime/check.h>
 #include <mixt/runtime/checked.h>
@@ -89,27 +91,6 @@ void cuda_ok(cudaError_t err, const char* op) {
   MIXT_FAIL(op, "CUDA error {}: {}", cudaGetErrorName(err), cudaGetErrorString(err));
 }
 
-// Makes `device` current for the scope (this file's CUDA calls); restores the previous one.
-class DeviceScope {
- public:
-  DeviceScope(int device, const char* op) {
-    int current = -1;
-    cuda_ok(cudaGetDevice(&current), op);
-    if (current != device) {
-      cuda_ok(cudaSetDevice(device), op);
-      previous_ = current;
-    }
-  }
-  ~DeviceScope() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
-  }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = -1;
-};
-
 // What ncclCommGetAsyncError says of `comm`; `why` gets the error's text.
 CommState comm_state(ncclComm_t comm, std::string* why) {
   ncclResult_t state = ncclSuccess;
@@ -143,6 +124,7 @@ class NcclWork final : public Work {
       : Work(timeout), group_(std::move(group)), op_(op), record_(std::move(record)), finish_(std::move(finish)) {}
   void wait(Milliseconds timeout) override;
   bool is_completed() override;
+  void wait_on_current_stream() override;
 
  private:
   friend class NcclGroup;
@@ -174,7 +156,7 @@ class NcclGroup final : public ProcessGroup, public std::enable_shared_from_this
   void start(const NcclUniqueId& id) {
     const char* op = "make_nccl_group";
     std::lock_guard lock(mutex_);
-    DeviceScope scope(device_, op);
+    cuda::DeviceGuard guard(device_, op);
     const auto deadline = Clock::now() + options_.timeout;
     guarded(op, [&] {
       cuda_ok(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), op);
@@ -196,6 +178,13 @@ class NcclGroup final : public ProcessGroup, public std::enable_shared_from_this
     });
     sig_dev_ = empty({static_cast<int64_t>(size_ * kSignatureBytes)}, TensorOptions{.dtype = kUInt8, .device = cuda_device_});
     barrier_buf_ = zeros({1}, TensorOptions{.dtype = kFloat32, .device = cuda_device_});
+    // Both came from the caching allocator on the current stream, which may still
+    // have work queued on their blocks' previous owners: the group's streams start
+    // after it (Note [NCCL backend]).
+    guarded(op, [&] {
+      cuda_ok(cudaEventRecord(compute_ready_, current_stream()), op);
+      for (cudaStream_t s : {stream_, sig_stream_}) cuda_ok(cudaStreamWaitEvent(s, compute_ready_, 0), op);
+    });
   }
 
   WorkPtr all_reduce_async(Tensor& t, ReduceOp op) override {
@@ -324,9 +313,12 @@ class NcclGroup final : public ProcessGroup, public std::enable_shared_from_this
     std::lock_guard lock(mutex_);
     if (destroyed_) return;
     destroyed_ = true;
-    int previous = -1;
-    if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
-    cudaSetDevice(device_);
+    std::optional<cuda::DeviceGuard> guard;
+    try {
+      guard.emplace(device_, "destroy");
+    } catch (const Error&) {  // CUDA is broken: free what can be freed
+      cudaGetLastError();
+    }
     if (failure_.empty() && comm_ != nullptr && !finalize_comms()) abort_comms();
     abort_comms();  // no-op after a clean finalize
     inflight_.clear();
@@ -341,7 +333,6 @@ class NcclGroup final : public ProcessGroup, public std::enable_shared_from_this
     compute_ready_ = sig_done_ = nullptr;
     stream_ = sig_stream_ = nullptr;
     cudaGetLastError();
-    if (previous >= 0 && previous != device_) cudaSetDevice(previous);
   }
 
 
@@ -460,7 +451,7 @@ class NcclGroup final : public ProcessGroup, public std::enable_shared_from_this
   CallSignature exchange_header(const char* op, const CallSignature* send, int peer) {
     std::lock_guard lock(mutex_);
     check_usable(op);
-    DeviceScope scope(device_, op);
+    cuda::DeviceGuard guard(device_, op);
     const auto deadline = Clock::now() + options_.timeout;
     CallSignature got;
     guarded(op, [&] {
@@ -481,13 +472,13 @@ class NcclGroup final : public ProcessGroup, public std::enable_shared_from_this
   }
 
   // Queues one operation: the signature exchange of a collective (when
-  // checked), then `launch` on the group's stream after the compute stream's
-  // work (unless `nothing_to_move`), then the completion event.
+  // checked), then `launch` on the group's stream after the work queued so far
+  // on the current stream (unless `nothing_to_move`), then the completion event.
   WorkPtr enqueue(const char* op, const CallSignature* collective, std::vector<Tensor> keep, bool nothing_to_move,
                   const Launch& launch, std::function<void()> finish) {
     std::lock_guard lock(mutex_);
     check_usable(op);
-    DeviceScope scope(device_, op);
+    cuda::DeviceGuard guard(device_, op);
     reap();
     const auto deadline = Clock::now() + options_.timeout;
     if (collective != nullptr && options_.check_collectives) {
@@ -499,13 +490,27 @@ class NcclGroup final : public ProcessGroup, public std::enable_shared_from_this
     record->keep = std::move(keep);
     guarded(op, [&] {
       cuda_ok(cudaEventCreateWithFlags(&record->done, cudaEventDisableTiming), op);
-      cuda_ok(cudaEventRecord(compute_ready_, cudaStreamLegacy), op);
+      cuda_ok(cudaEventRecord(compute_ready_, current_stream()), op);
       cuda_ok(cudaStreamWaitEvent(stream_, compute_ready_, 0), op);
       if (!nothing_to_move) settle(op, comm_, launch(stream_), deadline);
       cuda_ok(cudaEventRecord(record->done, stream_), op);
     });
     inflight_.push_back(record);
     return std::make_shared<NcclWork>(shared_from_this(), op, options_.timeout, record, std::move(finish));
+  }
+
+  // This thread's current stream of the group's device: where mixt queues the
+  // kernels that write the tensors a collective reads and read what it wrote.
+  cudaStream_t current_stream() const { return cuda::current_native_stream(device_); }
+
+  // Makes the current stream wait for `w`'s completion event (the host does not
+  // wait). False when `w` completed already or the group failed: the caller
+  // waits on the host, which finishes `w` or raises.
+  bool order_after(NcclWork& w) {
+    if (w.completed_ || !failure_.empty()) return false;
+    cuda::DeviceGuard guard(device_, w.op_);
+    cuda_ok(cudaStreamWaitEvent(current_stream(), w.record_->done, 0), w.op_);
+    return true;
   }
 
   // Drops the finished operations' buffers (they finish in stream order).
@@ -598,6 +603,17 @@ bool NcclWork::is_completed() {
   }
   complete();
   return true;
+}
+
+void NcclWork::wait_on_current_stream() {
+  bool ordered = false;
+  {
+    std::lock_guard lock(group_->mutex_);
+    ordered = group_->order_after(*this);
+  }
+  if (!ordered) return wait(timeout_);
+  complete();  // a copy back is queued on the current stream, after the wait
+  if (error_) std::rethrow_exception(error_);
 }
 
 void NcclWork::wait(Milliseconds timeout) {

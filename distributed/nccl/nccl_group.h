@@ -1,9 +1,13 @@
 // The NCCL backend: collectives on CUDA tensors, one GPU per rank, over a
 // non-blocking NCCL communicator. Operations run on the group's own CUDA stream,
-// after the work already queued on the compute stream (the legacy default
-// stream); every wait polls against GroupOptions::timeout and, when it passes or
-// NCCL reports an error, aborts the communicator, marks the group failed and
-// raises mixt::Error. This header does not need nccl.h. See docs/distributed.md.
+// after the work already queued on the current stream of the group's device
+// (cuda::current_stream: where mixt's kernels run, also under a StreamGuard);
+// every wait polls against GroupOptions::timeout and, when it passes or NCCL
+// reports an error, aborts the communicator, marks the group failed and raises
+// mixt::Error. Work::wait_on_current_stream() orders later work on the current
+// stream after the operation without a host wait. The group makes only its own
+// device current (a rank never touches cuda:0 unless it uses it). This header
+// does not need nccl.h. See docs/distributed.md.
 //
 // Beside the ProcessGroup contract:
 // - float16, bfloat16 and float8 are reduced natively by NCCL (rounded at each
