@@ -12,16 +12,15 @@
 
 namespace mixt::dist {
 
-// Note [DDP buckets]: the parameters that require grad, in reverse registration
-// order, are cut into buckets of one dtype and device and at most
-// bucket_cap_bytes (a larger parameter gets a bucket of its own). Each bucket
-// owns one flat buffer. A parameter's post-accumulate-grad hook marks it ready;
-// when a bucket's last parameter is ready, the buckets are launched *in order*
-// from the first unlaunched one (all_reduce(avg) of the flat buffer), so every
-// rank posts its collectives in the same order whatever order its hooks fire
-// in. synchronize() launches what backward left (unused parameters contribute
-// zeros), all-reduces how many ranks used each parameter, waits, and writes the
-// averages back into .grad.
+// Note [DDP buckets] (docs/notes/distributed.md): the parameters that require
+// grad, in reverse registration order, are cut into buckets of one dtype and
+// device and at most bucket_cap_bytes. Each bucket owns one flat buffer. When a
+// bucket's last gradient is ready, the buckets are launched *in order* from the
+// first unlaunched one (all_reduce(avg) of the flat buffer), so every rank posts
+// its collectives in the same order. synchronize() launches what backward left
+// (unused parameters contribute zeros), all-reduces how many ranks used each
+// parameter (on the buckets' device: the group's), waits, and writes the averages
+// back into .grad; whatever fails, it waits for what it launched and resets.
 class GradientReducer {
  public:
   struct Param {
@@ -99,25 +98,33 @@ class GradientReducer {
   void synchronize() {
     std::lock_guard lock(mutex_);
     if (no_sync_depth_ > 0) return;
-    // Every rank launches what its backward left, in the same order.
-    for (; next_launch_ < buckets_.size(); ++next_launch_) launch(buckets_[next_launch_]);
-    Tensor used = empty({static_cast<int64_t>(params_.size())}, TensorOptions{.dtype = kInt32});
-    int32_t* u = used.data_ptr<int32_t>();
-    for (size_t i = 0; i < params_.size(); ++i) u[i] = params_[i].ready ? 1 : 0;
-    WorkPtr count = group_->all_reduce_async(used, ReduceOp::Sum);
+    // Whatever fails, every launched all-reduce is waited for and the reducer
+    // starts a fresh iteration: the next backward must not find it midway.
     std::exception_ptr failure;
-    for (Bucket& b : buckets_) {
+    auto attempt = [&failure](auto&& f) {
       try {
-        b.work->wait();
+        f();
       } catch (const Error&) {
         if (!failure) failure = std::current_exception();
       }
-    }
-    try {
-      count->wait();
-    } catch (const Error&) {
-      if (!failure) failure = std::current_exception();
-    }
+    };
+    Tensor used;
+    WorkPtr count;
+    attempt([&] {
+      // Every rank launches what its backward left, in the same order.
+      for (; next_launch_ < buckets_.size(); ++next_launch_) launch(buckets_[next_launch_]);
+      if (params_.empty()) return;
+      used = usage_counts();
+      count = group_->all_reduce_async(used, ReduceOp::Sum);
+    });
+    for (Bucket& b : buckets_)
+      if (b.work) attempt([&] { b.work->wait(); });
+    std::vector<int32_t> u;
+    if (count)
+      attempt([&] {
+        count->wait();
+        u = used.cpu().to_vector<int32_t>();  // after the wait: the counts of every rank
+      });
     const int64_t launched_early = launched_in_backward_;
     reset();
     last_launched_in_backward_ = launched_early;
@@ -199,6 +206,15 @@ class GradientReducer {
     b.work = group_->all_reduce_async(b.flat, ReduceOp::Avg);
   }
 
+  // 1 for each parameter this rank produced a gradient for, on the device the
+  // buckets (and so the group's collectives) live on: a GPU group moves only
+  // tensors of its GPU.
+  Tensor usage_counts() const {
+    std::vector<int32_t> mine(params_.size());
+    for (size_t i = 0; i < params_.size(); ++i) mine[i] = params_[i].ready ? 1 : 0;
+    return from_vector(mine, {static_cast<int64_t>(mine.size())}, buckets_.front().flat.device());
+  }
+
   void reset() {
     for (Param& p : params_) p.ready = false;
     for (Bucket& b : buckets_) {
@@ -263,19 +279,18 @@ std::vector<std::vector<std::string>> DistributedDataParallel::bucket_parameter_
 
 int64_t DistributedDataParallel::buckets_launched_in_backward() const { return reducer_->launched_in_backward(); }
 
-namespace {
-
-// found_inf is reduced (max) across the group before the scaler decides.
-void install_flag_reducer(amp::GradScaler& scaler, const ProcessGroupPtr& group) {
+void sync_overflow_flags(amp::GradScaler& scaler, const ProcessGroupPtr& group, FlagWait wait) {
   std::weak_ptr<ProcessGroup> weak = group;
-  scaler.set_flag_reducer([weak](Tensor& found_inf) {
+  scaler.set_flag_reducer([weak, wait](Tensor& found_inf) {
     auto g = weak.lock();
     MIXT_CHECK(g != nullptr, "optimizer_step", "the process group of the scaler's flag reducer is gone");
-    g->all_reduce(found_inf, ReduceOp::Max);
+    WorkPtr work = g->all_reduce_async(found_inf, ReduceOp::Max);
+    if (wait == FlagWait::Stream)
+      work->wait_on_current_stream();
+    else
+      work->wait();
   });
 }
-
-}  // namespace
 
 void optimizer_step(DistributedDataParallel& ddp, optim::Optimizer& optimizer) {
   ddp.synchronize_gradients();
@@ -284,7 +299,7 @@ void optimizer_step(DistributedDataParallel& ddp, optim::Optimizer& optimizer) {
 
 bool optimizer_step(DistributedDataParallel& ddp, optim::Optimizer& optimizer, amp::GradScaler& scaler) {
   ddp.synchronize_gradients();
-  install_flag_reducer(scaler, ddp.process_group());
+  sync_overflow_flags(scaler, ddp.process_group(), FlagWait::Host);
   const bool stepped = scaler.step(optimizer);
   scaler.update();
   return stepped;
@@ -292,7 +307,7 @@ bool optimizer_step(DistributedDataParallel& ddp, optim::Optimizer& optimizer, a
 
 void optimizer_step_sync_free(DistributedDataParallel& ddp, optim::Optimizer& optimizer, amp::GradScaler& scaler) {
   ddp.synchronize_gradients();
-  install_flag_reducer(scaler, ddp.process_group());
+  sync_overflow_flags(scaler, ddp.process_group(), FlagWait::Stream);
   scaler.step_sync_free(optimizer);
   scaler.update();
 }

@@ -96,7 +96,23 @@ void optimizer_step(DistributedDataParallel& ddp, optim::Optimizer& optimizer);
 // every rank skips the same steps and keeps the same scale. Returns true when
 // the step was taken.
 bool optimizer_step(DistributedDataParallel& ddp, optim::Optimizer& optimizer, amp::GradScaler& scaler);
-// The same with the scaler's sync-free step (no host read of the flag).
+// The same with the scaler's sync-free step: no host read of the flag, and on
+// an NCCL group no host wait for its all-reduce (FlagWait::Stream). The gradient
+// synchronisation before it still waits on the host.
 void optimizer_step_sync_free(DistributedDataParallel& ddp, optim::Optimizer& optimizer, amp::GradScaler& scaler);
+// How the all-reduce of the scaler's found_inf flag is awaited.
+enum class FlagWait : uint8_t {
+  // The host waits, bounded by the group's timeout: for the step that reads the
+  // flag on the host anyway (optimizer_step with a scaler).
+  Host,
+  // Later work on the current stream waits, the host does not, on a group whose
+  // collectives run on streams (NCCL); other groups wait on the host. For the
+  // sync-free step (Work::wait_on_current_stream, Note [Stream-ordered waits]).
+  Stream,
+};
+// Makes `scaler` reduce its found_inf flag across `group` (max) before each
+// decision, so every rank skips the same steps (the optimizer_step functions do
+// this). Keeps a weak reference to the group.
+void sync_overflow_flags(amp::GradScaler& scaler, const ProcessGroupPtr& group, FlagWait wait = FlagWait::Stream);
 
 }  // namespace mixt::dist
