@@ -1,10 +1,11 @@
 // The NCCL backend on one GPU: a group of world size 1 made from an explicit
 // unique id, every collective of every dtype against the result computed on the
 // CPU (for one rank: the input itself), non-contiguous tensors, the order after
-// the compute stream, the refusals, a rank that never joins (the timeout), and
-// the all_reduce bandwidth from 1 MiB to 1 GiB. Own main (no Catch2, no MPI), so
-// the binary carries to a GPU machine (tests/gpu/run.sh); exits 77
-// (meson: SKIP) only on a machine without a GPU (gpu_skip.h).
+// the compute stream and after the current stream under a StreamGuard, the
+// refusals, a rank that never joins (the timeout), and the all_reduce bandwidth
+// from 1 MiB to 1 GiB (on a GPU only: not on the emulated device). Own main (no
+// Catch2, no MPI), so the binary carries to a GPU machine (tests/gpu/run.sh);
+// exits 77 (meson: SKIP) only on a machine without a GPU (gpu_skip.h).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -134,6 +135,23 @@ void test_stream_order(dist::ProcessGroup& pg) {
   expect(last->is_completed(), "a waited barrier is completed");
 }
 
+// Under a StreamGuard mixt's kernels run on another stream than the default one:
+// the collective still reads what they wrote, and a stream-ordered wait makes
+// later work on that stream read its result.
+void test_current_stream_order(dist::ProcessGroup& pg) {
+  const cuda::Stream side = cuda::create_stream(kGpu);
+  cuda::StreamGuard guard(side);
+  const int64_t n = int64_t{1} << 24;
+  Tensor t = zeros({n}, TensorOptions{.dtype = kFloat32, .device = kGpu});
+  for (int i = 0; i < 4; ++i) t.add_(1.0);
+  expect_same(pg.all_gather(t), full({1, n}, 4.0, TensorOptions{.dtype = kFloat32}),
+              "all_gather after add_ on the current (non-default) stream");
+  Tensor u = full({1000}, 2.0, TensorOptions{.device = kGpu});
+  pg.all_reduce_async(u, ReduceOp::Max)->wait_on_current_stream();
+  Tensor v = mul(u, 3.0);  // queued on the current stream after the all_reduce
+  expect_same(v, full({1000}, 6.0, TensorOptions{}), "work after wait_on_current_stream reads the result");
+}
+
 void test_refusals(dist::ProcessGroup& pg) {
   Tensor cpu = zeros({4});
   expect_error("a CPU tensor", "cuda", [&] { pg.all_reduce(cpu); });
@@ -173,8 +191,14 @@ void test_destroy(dist::ProcessGroupPtr pg) {
   pg->destroy();  // idempotent
 }
 
-// all_reduce(sum) of float32, 1 MiB .. 1 GiB: median time, algbw and busbw.
+// all_reduce(sum) of float32, 1 MiB .. 1 GiB: median time, algbw and busbw. Not
+// on the emulated device: it runs on the CPU, and its times are not a GPU's.
 void bandwidth() {
+  if (cuda::is_emulated()) {
+    std::printf("all_reduce bandwidth: not measured on the emulated CUDA device (it runs on the CPU; its times "
+                "would not be a GPU's)\n");
+    return;
+  }
   auto pg = dist::make_nccl_group(dist::nccl_unique_id(), 0, 1, 0, {.check_collectives = false});
   std::printf("\nall_reduce(sum) float32 on %d rank (busbw = algbw * 2(n-1)/n: 0 at one rank)\n", pg->size());
   std::printf("| %10s | %10s | %12s | %12s |\n", "bytes", "median us", "algbw GB/s", "busbw GB/s");
@@ -209,6 +233,7 @@ int main() {
     group("every collective and dtype against the CPU", [&] { test_collectives(*pg); });
     group("non-contiguous tensors", [&] { test_non_contiguous(*pg); });
     group("after the compute stream; async works", [&] { test_stream_order(*pg); });
+    group("after the current stream under a StreamGuard", [&] { test_current_stream_order(*pg); });
     group("refusals leave the group usable", [&] { test_refusals(*pg); });
     group("destroy", [&] { test_destroy(pg); });
   }
