@@ -39,7 +39,8 @@ int main() {
   const Tensor t = arange(6).view({2, 3});
   const Tensor big = t > 2;  // bool [2, 3]
   require(big.dtype() == kBool && big.sum().item<int64_t>() == 3, "t > 2");
-  require(equal(where(t >= 4, t, zeros_like(t)), from_vector(std::vector<int64_t>{0, 0, 0, 0, 4, 5}, {2, 3})),
+  // (from_vector makes CPU tensors; equal() compares tensors of one device)
+  require(equal(where(t >= 4, t, zeros_like(t)), from_vector(std::vector<int64_t>{0, 0, 0, 0, 4, 5}, {2, 3}).to(t.device())),
           "where(t >= 4, t, 0)");
   require(all(1 <= t + 1).item<bool>() && any(t == 5).item<bool>(), "a scalar on either side");
   // equal: same shape and values; dtypes may differ (compared after promotion, as eq does).
