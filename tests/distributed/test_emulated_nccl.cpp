@@ -521,8 +521,8 @@ void test_refusals(ncclComm_t comm) {
   expect_result(ncclAllReduce(dev.p, dev.p, 17, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidArgument,
                 "a count past the end of the allocation");
   expect(last_error_has("past the end"), std::string("the error says past the end: ") + ncclGetLastError(nullptr));
-  expect_result(ncclAllReduce(dev.p, dev.p, 4, static_cast<ncclDataType_t>(99), ncclSum, comm, nullptr),
-                ncclInvalidArgument, "datatype 99");
+  expect_result(ncclAllReduce(dev.p, dev.p, 4, ncclNumTypes /* not a datatype; a value outside the enum's range would be undefined behaviour */, ncclSum, comm, nullptr),
+                ncclInvalidArgument, "datatype ncclNumTypes");
   expect_result(ncclAllReduce(dev.p, dev.p, 4, ncclFloat32, static_cast<ncclRedOp_t>(42), comm, nullptr),
                 ncclInvalidArgument, "reduction 42");
   expect_result(ncclBroadcast(dev.p, dev.p, 4, ncclFloat32, g_size, comm, nullptr), ncclInvalidArgument, "root = size");

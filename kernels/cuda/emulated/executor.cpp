@@ -265,7 +265,10 @@ bool run_block(const Grid& grid, uint64_t linear_block) {
   // Exactly the launch's size (AddressSanitizer sees any access past it), poisoned with
   // 0xff bytes (NaN in every floating type) so a read before a write shows.
   const size_t shared_bytes = grid.request.shared_bytes;
-  std::unique_ptr<unsigned char[]> shared(new (std::align_val_t{16}) unsigned char[shared_bytes]);
+  constexpr std::align_val_t kSharedAlign{16};
+  const auto free_shared = [](unsigned char* p) { ::operator delete[](p, kSharedAlign); };
+  std::unique_ptr<unsigned char[], decltype(free_shared)> shared(
+      static_cast<unsigned char*>(::operator new[](shared_bytes, kSharedAlign)), free_shared);
   std::memset(shared.get(), 0xff, shared_bytes);
   std::vector<Fiber> fibers;
   fibers.reserve(8);
