@@ -5,10 +5,11 @@
 //
 //   train_charlm [text file] [--steps N] [--seconds S] [--precision bf16|fp16|f32]
 //                [--checkpoint PATH] [--device auto|cpu|cuda] [--deterministic]
-//                [--save-params PATH]
-// --device auto (the default) picks cuda:0 when CUDA is available. --deterministic
+//                [--save-params PATH] [--sample N]
+// --device auto (the default) picks cuda:0 when a GPU is available. --deterministic
 // calls set_deterministic(true); --save-params writes the trained parameters
-// (safetensors) so two runs can be compared bit for bit.
+// (safetensors) so two runs can be compared bit for bit; --sample sets the length of the
+// generated sample (default 200 characters).
 // Default text: /usr/share/common-licenses/GPL-3 (the last 10% is held out);
 // default: 1200 steps under bfloat16 autocast, stopping early at 100 seconds.
 // fp16 trains under float16 autocast with the dynamic grad scaler. The checkpoint
@@ -52,6 +53,7 @@ struct Config : charlm::ModelSize {
   std::string device_name = "auto";
   bool deterministic = false;
   std::string save_params;         // "" : not written
+  int64_t sample_chars = 200;
 
   bool autocast() const { return precision != "f32"; }
   ScalarType low_dtype() const { return precision == "fp16" ? kFloat16 : kBFloat16; }
@@ -67,6 +69,7 @@ Config parse(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) c.device_name = argv[++i];
     else if (!std::strcmp(argv[i], "--deterministic")) c.deterministic = true;
     else if (!std::strcmp(argv[i], "--save-params") && i + 1 < argc) c.save_params = argv[++i];
+    else if (!std::strcmp(argv[i], "--sample") && i + 1 < argc) c.sample_chars = std::atoll(argv[++i]);
     else c.path = argv[i];
   }
   return c;
@@ -197,7 +200,7 @@ int train_demo(int argc, char** argv) {
   std::printf("after %lld steps in %.0f s: train loss %.3f, held-out loss %.3f nats/char (from %.3f; unigram "
               "entropy %.3f)\n",
               static_cast<long long>(step), elapsed(), loss_value, held_out, initial_held_out, corpus.unigram_entropy);
-  std::printf("sample:\n%s\n", charlm::sample(model, corpus, cfg, "The ", 200).c_str());
+  std::printf("sample:\n%s\n", charlm::sample(model, corpus, cfg, "The ", cfg.sample_chars).c_str());
   std::remove(ckpt.c_str());
   if (!cfg.save_params.empty()) {
     io::save_safetensors(cfg.save_params, model.state_dict());
