@@ -3,8 +3,9 @@
 // reductions, scans and col2im (fixed combine order). What the switch changes:
 // gemm::algo_selection() reports Heuristic while it is on, so the GEMM engine never
 // autotunes by timing (a timed winner can change between runs); and CUDA's scatter_add
-// walks every index line in order on one thread instead of adding long lines with
-// atomics. Off by default. Process-wide.
+// applies each line's writes in index order, each output position owned by one thread
+// (Note [Ordered scatter]), instead of adding long lines with atomics. Off by default.
+// Process-wide.
 #pragma once
 
 namespace mixt {
