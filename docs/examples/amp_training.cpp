@@ -1,7 +1,7 @@
 // Float16 training with the dynamic grad scaler: the loop, gradient
 // accumulation, the sync-free step, and a checkpoint that carries the
-// scaler and the precision policy. Runs on the CPU: the scaler's ops and the fused
-// optimizer steps have CPU kernels only so far (on CUDA tensors they raise mixt::Error).
+// scaler and the precision policy. Runs on the CPU as written (on cuda:0 with
+// MIXT_EXAMPLE_DEVICE=cuda; where CUDA code has run: docs/cuda.md#status).
 // It checks what it shows: the loss falls, and the reloaded state equals the saved one.
 #include <cstdio>
 

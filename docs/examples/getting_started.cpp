@@ -12,9 +12,9 @@
 int main() {
   using namespace mixt;
   using example::require;
-  // The CUDA backend has copies, casts, add and mul so far (docs/op_support.md), so
-  // the ops below run on the CPU; the last section runs those four on the GPU when
-  // there is one.
+  // The ops below run on the CPU as written; every op also has a CUDA kernel or a
+  // composite (docs/op_support.md), and with MIXT_EXAMPLE_DEVICE=cuda the whole program
+  // runs on cuda:0 (where CUDA code has run: docs/cuda.md#status).
   manual_seed(0);
   Tensor x = randn({4, 3});
   Tensor w = randn({2, 3});
@@ -69,7 +69,7 @@ int main() {
   }
   require(raised, "mm of [4, 3] by [4, 3] raises mixt::Error naming mm");
 
-  // On a GPU: copies, casts, add and mul, with the same results as on the CPU.
+  // On a CUDA device: elementwise ops and casts give the CPU's bits.
   if (cuda::is_available()) {
     const Device gpu = Device::cuda(0);
     Tensor g = (x.to(gpu) * 2.0 + x.to(gpu, kBFloat16).to(kFloat32)).cpu();

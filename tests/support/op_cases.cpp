@@ -750,8 +750,8 @@ std::string op_support_markdown() {
         "  `mixt::Error`.\n"
         "- **CUDA**: the dtypes the CUDA kernels take (for a composite op, which has no kernel of its own, the\n"
         "  dtypes its inner ops take on CUDA). The test checks them against the registered kernels in every CUDA\n"
-        "  build, and `tests/cuda/test_cuda_coverage.cpp` runs them against the same references when a GPU is\n"
-        "  present (none has run them yet: docs/gpu-runs.md). `—` would be a declared hole; none is left.\n"
+        "  build, and `tests/cuda/test_cuda_coverage.cpp` runs them against the same references on a CUDA\n"
+        "  device (where it has run: [cuda.md](cuda.md#status)). `—` would be a declared hole; none is left.\n"
         "- *all* = bool, uint8, int8, int32, int64, float16, bfloat16, float32, float64, float8_e4m3fn,\n"
         "  float8_e5m2; *floating* = the last six.\n\n"
         "| op | flags | CPU | CUDA |\n|---|---|---|---|\n";
