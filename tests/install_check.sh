@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build into a staging prefix and compiles + runs programs against it,
-# as an embedding application would, with the documented pkg-config link line.
-# Checks that the include tree holds headers only and that they compile warning-free
-# in a strict application.
+# as an embedding application would: with the documented pkg-config link line, and
+# through the CMake package (tests/cmake_app). Checks that the include tree holds
+# headers only and that they compile warning-free in a strict application.
 # The example should use MIXT_CHECK_OP, whose fmt::format call in the application's
 # own code needs fmt on the link line.
 # Usage: install_check.sh <build dir> <example.cpp> <strict_app.cpp>
@@ -47,4 +47,21 @@ if [ -n "$dist_pc" ]; then
   c++ -std=c++20 -O1 "$ddp_example" -o "$stage/ddp_app" $(pkg-config --cflags --libs mixt-distributed)
   LD_LIBRARY_PATH="$libdir" "$stage/ddp_app" --steps 1 >/dev/null
 fi
-echo "installed headers, libraries and pkg-config files work from $stage"
+# The CMake package: find_package(mixt) from the staged prefix, the examples linked
+# to mixt::mixt and mixt::distributed. No C++ standard is set there: mixt::mixt's
+# compile features must ask for C++20. (build.sh installs cmake.)
+command -v cmake >/dev/null || { echo "cmake is missing: the CMake package cannot be checked"; exit 1; }
+cmake_build="$stage/cmake-app"
+cmake -S "$(dirname "$0")/cmake_app" -B "$cmake_build" -DCMAKE_PREFIX_PATH="$stage$prefix" \
+      -DMIXT_REQUIRED_VERSION="$(pkg-config --modversion mixt)" >/dev/null
+found=$(sed -n 's/^mixt_DIR:PATH=//p' "$cmake_build/CMakeCache.txt")
+[[ "$found" == "$stage"/* ]] || { echo "find_package(mixt) found $found, not the staged package"; exit 1; }
+cmake --build "$cmake_build" >/dev/null
+"$cmake_build/custom_op" >/dev/null
+"$cmake_build/train_ddp" --steps 1 >/dev/null
+# The version file turns down a version this package is not.
+if cmake -S "$(dirname "$0")/cmake_app" -B "$stage/cmake-app-v99" -DCMAKE_PREFIX_PATH="$stage$prefix" \
+         -DMIXT_REQUIRED_VERSION=99.0 >/dev/null 2>&1; then
+  echo "find_package(mixt 99.0) accepted mixt $(pkg-config --modversion mixt)"; exit 1
+fi
+echo "installed headers, libraries, pkg-config files and the CMake package work from $stage"
