@@ -4,6 +4,7 @@
 // objects hold exactly the state that was saved.
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include <mixt/mixt.h>
 
@@ -62,5 +63,24 @@ int main() {
   example::require(example::state_difference(saved_schedule, restored_schedule.state_dict()).empty(),
                    "the schedule differs");
   example::require(example::state_difference(saved_rng, io::rng_state()).empty(), "the generator differs");
+
+  // Without a schedule (the argument is optional): the model, the optimizer and the
+  // generator. Asking such a checkpoint for a schedule raises, naming the missing part.
+  const std::string plain = scratch.file("model_and_optimizer.safetensors");
+  io::save_checkpoint(plain, restored, restored_opt);
+  nn::Sequential again(nn::Linear(16, 64), nn::GELU(), nn::Linear(64, 4));
+  optim::AdamW again_opt(again.parameters(), {.lr = 3e-3});
+  io::load_checkpoint(plain, again, again_opt);
+  example::require(example::state_difference(restored.state_dict(), again.state_dict()).empty() &&
+                       example::state_difference(restored_opt.state_dict(), again_opt.state_dict()).empty(),
+                   "a checkpoint without a schedule restores the model and the optimizer");
+  optim::WarmupCosine again_schedule(again_opt, 10, 200);
+  bool raised = false;
+  try {
+    io::load_checkpoint(plain, again, again_opt, &again_schedule);
+  } catch (const Error& e) {
+    raised = std::string(e.what()).find("schedule") != std::string::npos;
+  }
+  example::require(raised, "loading a schedule from a checkpoint without one raises naming the part");
   return 0;
 }
