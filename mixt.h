@@ -7,7 +7,9 @@
 #include <mixt/autocast/autocast.h>
 #include <mixt/autocast/decision.h>
 #include <mixt/autocast/explain.h>
+#include <mixt/autocast/formatters.h>
 #include <mixt/dispatcher/dispatch.h>
+#include <mixt/dispatcher/formatters.h>
 #include <mixt/dispatcher/op.h>
 #include <mixt/dispatcher/op_call.h>
 #include <mixt/dispatcher/tls.h>
@@ -19,6 +21,7 @@
 #include <mixt/runtime/device.h>
 #include <mixt/runtime/dtype.h>
 #include <mixt/runtime/error.h>
+#include <mixt/runtime/formatters.h>
 #include <mixt/runtime/generator.h>
 #include <mixt/runtime/op_definition.h>
 #include <mixt/runtime/scalar.h>

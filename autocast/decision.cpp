@@ -2,6 +2,8 @@
 // See Note [Autocast decisions].
 #include <mixt/autocast/decision.h>
 
+#include <ostream>
+
 #include <fmt/format.h>
 
 #include <mixt/dispatcher/dispatch.h>
@@ -117,6 +119,8 @@ Decision decide(DeviceType device, OpId op, std::span<const InputInfo> inputs, s
   const Policy table = policy_of(device, op);
   const bool custom = entry.has(op_flags::Custom);
   auto cast_all = [&](ScalarType to) {
+std::ostream& operator<<(std::ostream& os, Rule r) { return os << rule_name(r); }
+
     for (size_t i = 0; i < inputs.size(); ++i)
       if (eligible(inputs[i], device) && inputs[i].dtype != to) d.cast_to[i] = to;
     for (size_t i = 0; i < list.size(); ++i)

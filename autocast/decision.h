@@ -5,6 +5,7 @@
 
 #include <array>
 #include <functional>
+#include <iosfwd>
 #include <span>
 #include <string>
 #include <vector>
@@ -29,6 +30,8 @@ struct InputInfo {
 // Which rule decided.
 enum class Rule : uint8_t { PassThrough, Table, Island, Region, Disabled, Custom, SensitiveParam, Banned };
 std::string_view rule_name(Rule r);
+// Prints rule_name(r) (fmt: <mixt/autocast/formatters.h>).
+std::ostream& operator<<(std::ostream& os, Rule r);
 
 struct Decision {
   Rule rule = Rule::PassThrough;

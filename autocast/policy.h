@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 
@@ -26,6 +27,8 @@ enum class Policy : uint8_t {
 
 // "lower", "fp32", ... as printed by explain and the policy dump.
 std::string_view policy_name(Policy p);
+// Prints policy_name(p) (fmt: <mixt/autocast/formatters.h>).
+std::ostream& operator<<(std::ostream& os, Policy p);
 
 // The policy of `op` on `device` (PyTorch's lists, or what was set/registered).
 Policy policy_of(DeviceType device, OpId op);

@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <mutex>
+#include <ostream>
 
 #include <mixt/autocast/policy.h>
 #include <mixt/runtime/check.h>
@@ -106,6 +107,8 @@ std::string_view policy_name(Policy p) {
 Policy policy_of(DeviceType device, OpId op) {
   return load(tables().policy[static_cast<int>(device)][static_cast<size_t>(op)]);
 }
+
+std::ostream& operator<<(std::ostream& os, Policy p) { return os << policy_name(p); }
 
 Policy builtin_policy(DeviceType device, OpId op) {
   static const Tables builtin = [] {

@@ -2,6 +2,8 @@
 // kernel that reads another op's attribute struct.
 #include <mixt/dispatcher/attrs.h>
 
+#include <ostream>
+
 #include <mixt/runtime/check.h>
 
 namespace mixt {
@@ -11,6 +13,24 @@ template <class T>
 const T& field(const void* p) {
   return *static_cast<const T*>(p);
 }
+
+std::string_view enum_name(Reduction r) {
+  switch (r) {
+    case Reduction::None: return "none";
+    case Reduction::Mean: return "mean";
+    case Reduction::Sum: return "sum";
+  }
+  return "?";
+}
+std::string_view enum_name(Rounding r) {
+  switch (r) {
+    case Rounding::True: return "true";
+    case Rounding::Trunc: return "trunc";
+    case Rounding::Floor: return "floor";
+  }
+  return "?";
+}
+std::string_view enum_name(GeluApprox g) { return g == GeluApprox::Tanh ? "tanh" : "none"; }
 }  // namespace
 
 template <>
@@ -45,27 +65,21 @@ std::string print_attr<std::optional<double>>(const void* p) {
 }
 template <>
 std::string print_attr<Reduction>(const void* p) {
-  switch (field<Reduction>(p)) {
-    case Reduction::None: return "none";
-    case Reduction::Mean: return "mean";
-    case Reduction::Sum: return "sum";
-  }
-  return "?";
+  return std::string(enum_name(field<Reduction>(p)));
 }
 template <>
 std::string print_attr<Rounding>(const void* p) {
-  switch (field<Rounding>(p)) {
-    case Rounding::True: return "true";
-    case Rounding::Trunc: return "trunc";
-    case Rounding::Floor: return "floor";
-  }
-  return "?";
+  return std::string(enum_name(field<Rounding>(p)));
 }
 template <>
 std::string print_attr<GeluApprox>(const void* p) {
-  return field<GeluApprox>(p) == GeluApprox::Tanh ? "tanh" : "none";
+  return std::string(enum_name(field<GeluApprox>(p)));
 }
 }  // namespace detail
+
+std::ostream& operator<<(std::ostream& os, Reduction r) { return os << detail::enum_name(r); }
+std::ostream& operator<<(std::ostream& os, Rounding r) { return os << detail::enum_name(r); }
+std::ostream& operator<<(std::ostream& os, GeluApprox g) { return os << detail::enum_name(g); }
 
 std::string Attrs::describe() const {
   std::string s;

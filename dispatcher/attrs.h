@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iosfwd>
 #include <new>
 #include <optional>
 #include <string>
@@ -27,6 +28,10 @@ class Generator;
 enum class Reduction : uint8_t { None, Mean, Sum };    // of a loss
 enum class Rounding : uint8_t { True, Trunc, Floor };  // of div
 enum class GeluApprox : uint8_t { None, Tanh };        // of gelu
+// Print as the attribute dumps do: "mean", "floor", "tanh" (fmt: <mixt/dispatcher/formatters.h>).
+std::ostream& operator<<(std::ostream& os, Reduction r);
+std::ostream& operator<<(std::ostream& os, Rounding r);
+std::ostream& operator<<(std::ostream& os, GeluApprox g);
 
 // One named attribute, for documentation, explain and error messages.
 struct AttrField {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string_view>
 
 namespace mixt {
@@ -55,6 +56,11 @@ class DispatchKeySet {
 };
 
 // The autocast keys, which start excluded in every thread.
+// Print a key's name and a set as "{CPU, Autograd, AutocastCPU}", lowest key first
+// (fmt: <mixt/dispatcher/formatters.h>).
+std::ostream& operator<<(std::ostream& os, DispatchKey k);
+std::ostream& operator<<(std::ostream& os, DispatchKeySet s);
+
 constexpr DispatchKeySet kAutocastKeys = DispatchKeySet(DispatchKey::AutocastCPU) |
                                          DispatchKeySet(DispatchKey::AutocastCUDA) |
                                          DispatchKeySet(DispatchKey::AutocastMeta);

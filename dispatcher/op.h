@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <iosfwd>
 #include <string_view>
 
 #include <mixt/dispatcher/attrs.h>
@@ -44,7 +45,8 @@ enum : uint32_t {
   Mutates = 1u << 9,     // writes its list tensors in place (multi-tensor ops): never cast, never recorded
   Conversion = 1u << 10, // an explicit conversion (to, clone): autocast never casts its input
   // Passed through by autocast as its decomposition, so autocast decides its inner ops
-  // (PyTorch: a CompositeImplicitAutograd op such as cross_entropy).
+  // (PyTorch: a CompositeImplicitAutograd op). For composite-only ops: a backend kernel runs
+  // no inner ops to decide (Note [Decomposed ops in the tables]).
   AutocastDecomposes = 1u << 11,
   // Autocast never casts its inputs, under any table, island or region: their dtypes are
   // the op's contract (scaled_mm's float8 operands and float32 scales).
@@ -150,6 +152,8 @@ inline const OpEntry& op_entry(OpId id) {
 // Name of op `id` ("<invalid op>" for an id no op has). Takes no lock: a kernel may
 // call it on every call (Note [Op names without a lock]).
 std::string_view op_name(OpId id);
+// Prints op_name(id) (fmt: <mixt/dispatcher/formatters.h>).
+std::ostream& operator<<(std::ostream& os, OpId id);
 // Number of registered ops (built-in and custom); takes no lock.
 int num_ops();
 // The id of the op called `name`; throws mixt::Error when there is none.

@@ -2,6 +2,7 @@
 // op registration, kernel binding, and what the one-time registration of the
 // built-in kernels (mixt::init, runtime/init.cpp) needs from it.
 #include <mutex>
+#include <ostream>
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_attrs.h>
@@ -257,6 +258,21 @@ std::string_view dispatch_key_name(DispatchKey k) {
 
 void OpCall::throw_too_many_inputs() const {
   throw Error(std::string(op_name(op)), fmt::format("an OpCall holds at most {} inputs", kMaxInputs),
+std::ostream& operator<<(std::ostream& os, DispatchKey k) { return os << dispatch_key_name(k); }
+
+std::ostream& operator<<(std::ostream& os, DispatchKeySet s) {
+  os << '{';
+  bool first = true;
+  for (int k = 0; k < kNumDispatchKeys; ++k) {
+    if (!s.has(static_cast<DispatchKey>(k))) continue;
+    os << (first ? "" : ", ") << dispatch_key_name(static_cast<DispatchKey>(k));
+    first = false;
+  }
+  return os << '}';
+}
+
+std::ostream& operator<<(std::ostream& os, OpId id) { return os << op_name(id); }
+
               describe_inputs());
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 
@@ -57,6 +58,10 @@ class Device {
 
 // "cpu", "cuda" or "meta".
 std::string_view device_type_name(DeviceType t);
+
+// Print as device_type_name() and Device::str() do (fmt: <mixt/runtime/formatters.h>).
+std::ostream& operator<<(std::ostream& os, DeviceType t);
+std::ostream& operator<<(std::ostream& os, const Device& d);
 
 namespace detail {
 inline thread_local Device t_default_device = Device::cpu();

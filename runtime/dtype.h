@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string_view>
 #include <type_traits>
 
@@ -78,6 +79,8 @@ constexpr const DtypeInfo& dtype_info(ScalarType t) { return detail::kDtypeInfo[
 constexpr std::string_view dtype_name(ScalarType t) {
   return t == ScalarType::Undefined ? std::string_view("undefined") : dtype_info(t).name;
 }
+// Prints dtype_name(t) (fmt: <mixt/runtime/formatters.h>).
+std::ostream& operator<<(std::ostream& os, ScalarType t);
 // Bytes per element.
 constexpr int64_t element_size(ScalarType t) { return dtype_info(t).size; }
 // True for the floating types, fp8 included.

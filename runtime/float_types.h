@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <iosfwd>
 
 #include "macros.h"
 
@@ -157,5 +158,11 @@ struct Float8_e5m2 {
     return detail::bits_float(sign | detail::float_bits(detail::decode_magnitude<2, 15>(mag)));
   }
 };
+
+// Print the float value (as `os << float(x)` would; fmt: <mixt/runtime/formatters.h>).
+std::ostream& operator<<(std::ostream& os, Half x);
+std::ostream& operator<<(std::ostream& os, BFloat16 x);
+std::ostream& operator<<(std::ostream& os, Float8_e4m3fn x);
+std::ostream& operator<<(std::ostream& os, Float8_e5m2 x);
 
 }  // namespace mixt

@@ -1,4 +1,5 @@
-// Printing tensors: nested brackets, at most a few edge items per dimension.
+// Printing mixt's values with operator<< (their fmt formatters are in formatters.h):
+// tensors in nested brackets, at most a few edge items per dimension.
 #include <ostream>
 
 #include <mixt/runtime/check.h>
@@ -47,5 +48,20 @@ std::string Tensor::str() const {
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+
+std::ostream& operator<<(std::ostream& os, const TensorOptions& o) {
+  return os << "TensorOptions(dtype=" << (o.dtype == ScalarType::Undefined ? "default" : dtype_name(o.dtype))
+            << ", device=" << (o.device ? o.device->str() : "default")
+            << ", requires_grad=" << (o.requires_grad ? "true" : "false") << ")";
+}
+std::ostream& operator<<(std::ostream& os, Half x) { return os << static_cast<float>(x); }
+std::ostream& operator<<(std::ostream& os, BFloat16 x) { return os << static_cast<float>(x); }
+std::ostream& operator<<(std::ostream& os, Float8_e4m3fn x) { return os << static_cast<float>(x); }
+std::ostream& operator<<(std::ostream& os, Float8_e5m2 x) { return os << static_cast<float>(x); }
+std::ostream& operator<<(std::ostream& os, ScalarType t) { return os << dtype_name(t); }
+std::ostream& operator<<(std::ostream& os, DeviceType t) { return os << device_type_name(t); }
+std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
+std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.str(); }
+std::ostream& operator<<(std::ostream& os, const Scalar& s) { return os << s.str(); }
 
 }  // namespace mixt

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iosfwd>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -100,5 +101,8 @@ class Scalar {
   };
   Kind kind_ = Kind::None;
 };
+
+// Prints Scalar::str() (fmt: <mixt/runtime/formatters.h>).
+std::ostream& operator<<(std::ostream& os, const Scalar& s);
 
 }  // namespace mixt

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <iosfwd>
 #include <optional>
 #include <span>
 #include <string>
@@ -71,5 +72,8 @@ Shape infer_size(const Shape& shape, int64_t numel, const char* op);
 std::optional<Shape> view_strides(const Shape& sizes, const Shape& strides, const Shape& new_sizes);
 // Wraps a possibly negative dim into [0, ndim); throws mixt::Error naming `op`.
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
+
+// Prints Shape::str() (fmt: <mixt/runtime/formatters.h>).
+std::ostream& operator<<(std::ostream& os, const Shape& s);
 
 }  // namespace mixt

@@ -175,7 +175,10 @@ class Tensor {
   IntrusivePtr<TensorImpl> impl_;
 };
 
+// Values and metadata, as Tensor::str() (fmt: <mixt/runtime/formatters.h>).
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+// "TensorOptions(dtype=bfloat16, device=cuda:0, requires_grad=true)"; unset fields print as "default".
+std::ostream& operator<<(std::ostream& os, const TensorOptions& o);
 
 // ---- construction from host data ----
 

@@ -22,14 +22,19 @@ int main() {
       {kFloat8_e5m2, {0.09375, 1, 320, 448, 512, 57344, inf}},
   };
   for (const auto& [t, want] : expected) {
-    std::cout << dtype_name(t) << ": " << v.to(t).to(kFloat32) << "\n";
+    std::cout << t << ": " << v.to(t).to(kFloat32) << "\n";
     example::require(v.to(t).to_vector<double>() == want, std::string(dtype_name(t)) + " rounding");
   }
-  std::cout << "promote(float16, bfloat16) = " << dtype_name(promote_types(kFloat16, kBFloat16)) << "\n";
+  std::cout << "promote(float16, bfloat16) = " << promote_types(kFloat16, kBFloat16) << "\n";
   example::require(promote_types(kFloat16, kBFloat16) == kFloat32, "float16 and bfloat16 promote to float32");
   const ScalarType mixed = result_type({zeros({2}, {.dtype = kInt32}), wrapped_scalar(2.5)});
-  std::cout << "int32 tensor + 2.5 -> " << dtype_name(mixed) << "\n";
+  std::cout << "int32 tensor + 2.5 -> " << mixed << "\n";
   example::require(mixed == kFloat32, "an int32 tensor and a float scalar give float32");
+  // Every value type prints with << and formats with fmt, alike.
+  const std::string line = fmt::format("{} on {} shaped {}, {:.3f} in bfloat16", kBFloat16, Device::cuda(1),
+                                       Shape{2, 3}, BFloat16(0.1f));
+  std::cout << line << "\n";
+  example::require(line == "bfloat16 on cuda:1 shaped [2, 3], 0.100 in bfloat16", "fmt formats mixt's values");
   bool raised = false;
   try {
     promote_types(kFloat8_e4m3fn, kFloat32);
