@@ -135,8 +135,9 @@ std::string Explain::table() const {
     std::string casts;
     for (const CastRecord& c : r.casts)
       casts += fmt::format("{}in{}:{}->{}{} ", casts.empty() ? "" : "", c.input, dtype_name(c.from), dtype_name(c.to),
-                           c.cache_hit ? " (cache hit)" : c.cached ? fmt::format(" (cached, {} B)", c.bytes)
-                                                                   : fmt::format(" ({} B)", c.bytes));
+                           c.cache_hit ? " (reused from cache)"
+                           : c.cached  ? fmt::format(" (stored in cache, {} B)", c.bytes)
+                                       : fmt::format(" ({} B)", c.bytes));
     if (r.set_dtype != ScalarType::Undefined) casts += fmt::format("dtype={} ", dtype_name(r.set_dtype));
     if (!r.error.empty()) casts += "ERROR: " + r.error;
     // A rehearsed policy shows as "cpu<cuda": cpu tensors under CUDA's rules.
@@ -147,8 +148,13 @@ std::string Explain::table() const {
                        std::string(static_cast<size_t>(2 * r.depth), ' ') + r.op, dev, rule_name(r.rule),
                        policy_name(r.policy), dtype_list(r.inputs), shown_outputs(r), casts);
   }
-  out += fmt::format("{} ops, {} casts ({} cache hits), {} bytes cast\n", records_.size(), casts(), cache_hits(),
-                     bytes_cast());
+  // A cast either made a copy and stored it in the cast cache, reused a stored one, or
+  // bypassed the cache (not a parameter, or the cache is off).
+  int64_t stored = 0;
+  for (const ExplainRecord& r : records_)
+    for (const CastRecord& c : r.casts) stored += c.cached && !c.cache_hit;
+  out += fmt::format("{} ops, {} casts ({} stored in the cast cache, {} reused from it), {} bytes cast\n",
+                     records_.size(), casts(), stored, cache_hits(), bytes_cast());
   const bool on_cuda = std::any_of(records_.begin(), records_.end(),
                                    [](const ExplainRecord& r) { return r.device == DeviceType::CUDA; });
   if (on_cuda && cuda::is_emulated())

@@ -2,7 +2,9 @@
 // decision says, the cast cache (hits, invalidation, clearing, gradients after
 // no_grad), nesting, Disable, islands and regions with their backward, threads,
 // custom-op policies, sensitive parameters, lower_f32_out and explain.
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -416,7 +418,13 @@ TEST_CASE("explain: rules, casts, cache hits, bytes, table and JSON", "[autocast
   CHECK(ex.cache_hits() == 1);
   CHECK(ex.bytes_cast() > 0);
   const std::string table = ex.table();
-  CHECK_THAT(table, Contains("mm") && Contains("lower") && Contains("cache hit"));
+  CHECK_THAT(table, Contains("mm") && Contains("lower"));
+  // The weight's first cast is stored in the cast cache and the second mm reuses it; the
+  // activation is no parameter, so its casts bypass the cache.
+  CHECK_THAT(table, Contains("in1:float32->bfloat16 (stored in cache, 32 B)") &&
+                        Contains("in1:float32->bfloat16 (reused from cache)") &&
+                        Contains("in0:float32->bfloat16 (16 B)"));
+  CHECK_THAT(table, Contains("4 casts (1 stored in the cast cache, 1 reused from it), 64 bytes cast"));
   const std::string json = ex.json();
   CHECK_THAT(json, Contains("\"rule\": \"table\"") && Contains("\"cache_hit\": true"));
   // Ops before the guard (autocast off) are seen as pass-through.
@@ -424,6 +432,23 @@ TEST_CASE("explain: rules, casts, cache hits, bytes, table and JSON", "[autocast
   mm(x, w);
   REQUIRE(ex2.records().size() == 1);
   CHECK(ex2.records()[0].rule == Rule::PassThrough);
+}
+
+TEST_CASE("docs/autocast.md documents every rule explain prints", "[autocast][explain][docs]") {
+  std::ifstream in(std::string(MIXT_SOURCE_ROOT) + "/docs/autocast.md");
+  std::stringstream page;
+  page << in.rdbuf();
+  // The table under "| rule | when |", up to the blank line that ends it.
+  const size_t start = page.str().find("| rule | when |");
+  REQUIRE(start != std::string::npos);
+  const std::string table = page.str().substr(start, page.str().find("\n\n", start) - start);
+  int rules = 0;
+  for (int i = 0; rule_name(static_cast<Rule>(i)) != "?"; ++i, ++rules) {
+    const std::string row = "| `" + std::string(rule_name(static_cast<Rule>(i))) + "` |";
+    INFO(row);
+    CHECK_THAT(table, Contains(row));
+  }
+  CHECK(rules == static_cast<int>(Rule::Banned) + 1);
 }
 
 TEST_CASE("banned op error text on CUDA tensors (decision) and CPU runs fp32", "[autocast]") {
