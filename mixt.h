@@ -26,6 +26,7 @@
 #include <mixt/runtime/op_definition.h>
 #include <mixt/runtime/scalar.h>
 #include <mixt/runtime/tensor.h>
+#include <mixt/runtime/warnings.h>
 #include <mixt/runtime/autograd/autograd.h>
 #include <mixt/runtime/nn/module.h>
 #include <mixt/runtime/nn/modules.h>

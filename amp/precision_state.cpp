@@ -1,6 +1,5 @@
 #include <mixt/amp/precision_state.h>
 
-#include <cstdio>
 
 #include <fmt/format.h>
 
@@ -9,6 +8,7 @@
 #include <mixt/autocast/state.h>
 #include <mixt/dispatcher/op.h>
 #include <mixt/runtime/check.h>
+#include <mixt/runtime/warnings.h>
 
 namespace mixt::amp {
 namespace {
@@ -61,23 +61,25 @@ void save_training_checkpoint(const std::string& path, const nn::Module& model, 
 }
 
 ResumeReport load_training_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer,
-                                      GradScaler& scaler, optim::WarmupCosine* schedule, bool quiet) {
+                                      GradScaler& scaler, optim::WarmupCosine* schedule, bool quiet,
+                                      const io::LoadOptions& options) {
   // Every part is checked before anything is restored (Note [State loads]).
   const io::CheckpointParts parts = io::load_checkpoint_parts(path);
   const io::StateDict& precision = io::checkpoint_part(parts, "precision");
   auto fp = precision.metadata.find(kFingerprintKey);
   MIXT_CHECK(fp != precision.metadata.end(), "load_training_checkpoint", "{}: the precision part has no fingerprint", path);
-  io::StagedLoad staged = io::stage_checkpoint(parts, model, optimizer, schedule);
+  io::StagedLoad staged = io::stage_checkpoint(parts, model, optimizer, schedule, options);
   staged.add(scaler.stage_state_dict(io::checkpoint_part(parts, "scaler")));
-  staged.commit();
   ResumeReport report;
   report.saved_fingerprint = fp->second;
   report.extra = io::other_parts(parts, {"model", "optim", "schedule", "rng", "scaler", "precision"});
   const std::string now = precision_fingerprint();
   report.policy_matches = now == report.saved_fingerprint;
+  // Before the commit: a handler that raises leaves everything as it was.
   if (!report.policy_matches && !quiet)
-    std::fprintf(stderr, "mixt: warning: %s was saved under the precision policy\n  %s\nand resumes under\n  %s\n",
-                 path.c_str(), report.saved_fingerprint.c_str(), now.c_str());
+    warn("load_training_checkpoint", fmt::format("{} was saved under the precision policy\n  {}\nand resumes under\n  {}",
+                                                 path, report.saved_fingerprint, now));
+  staged.commit();
   return report;
 }
 

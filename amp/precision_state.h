@@ -31,9 +31,11 @@ void save_training_checkpoint(const std::string& path, const nn::Module& model, 
                               const io::CheckpointParts& extra = {});
 // Restores what save_training_checkpoint wrote into existing objects. Every part is
 // checked against its object first: a refused load changes nothing. When the saved
-// fingerprint differs from the current one it prints a warning to stderr (unless
-// `quiet`) and reports it.
+// fingerprint differs from the current one it warns (runtime/warnings.h; unless `quiet`),
+// before anything is restored, and reports it. `options` as for io::load_checkpoint
+// (`.restore_rng = false` keeps the current random generator).
 ResumeReport load_training_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer,
-                                      GradScaler& scaler, optim::WarmupCosine* schedule = nullptr, bool quiet = false);
+                                      GradScaler& scaler, optim::WarmupCosine* schedule = nullptr, bool quiet = false,
+                                      const io::LoadOptions& options = {});
 
 }  // namespace mixt::amp

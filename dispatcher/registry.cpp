@@ -105,7 +105,9 @@ void BuiltinRegistration::publish() { g_kernels_registered.store(true, std::memo
     if (!call.in[i].defined())
       throw Error(std::string(e.schema.name), fmt::format("input {} is undefined", i), call.describe_inputs());
   throw Error(std::string(e.schema.name),
-              fmt::format("takes {} to {} inputs, got {}", e.schema.min_inputs, e.schema.max_inputs, call.n_in),
+              e.schema.min_inputs == e.schema.max_inputs
+                  ? fmt::format("takes {}, got {}", detail::counted(e.schema.min_inputs, "input"), call.n_in)
+                  : fmt::format("takes {} to {} inputs, got {}", e.schema.min_inputs, e.schema.max_inputs, call.n_in),
               call.describe_inputs());
 }
 

@@ -142,8 +142,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   const int64_t n = ndim > 0 ? ndim : 1;  // a 0-dim tensor accepts dim 0 and -1
-  MIXT_CHECK(dim >= -n && dim < n, op, "dimension {} is out of range for a tensor of {} dimensions (expected [{}, {}])",
-             dim, ndim, -n, n - 1);
+  MIXT_CHECK(dim >= -n && dim < n, op, "dimension {} is out of range for a tensor of {} (expected [{}, {}])",
+             dim, detail::counted(ndim, "dimension"), -n, n - 1);
   return dim < 0 ? dim + n : dim;
 }
 

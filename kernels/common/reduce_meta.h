@@ -31,7 +31,8 @@ inline ReduceSpec make_reduce_spec(const OpCall& call, const Shape& sizes, const
   } else {
     uint32_t seen = 0;
     for (int64_t d : dims) {
-      MIXT_CHECK_OP(d >= -n && d < n, call, "dimension {} is out of range for a tensor of {} dimensions", d, nd);
+      MIXT_CHECK_OP(d >= -n && d < n, call, "dimension {} is out of range for a tensor of {}", d,
+                    detail::counted(nd, "dimension"));
       const int w = static_cast<int>(d < 0 ? d + n : d);
       MIXT_CHECK_OP(!(seen & (1u << w)), call, "dimension {} appears more than once in the dims {}", w, dims);
       seen |= 1u << w;
@@ -99,7 +100,8 @@ inline void check_reduce_nonempty(const OpCall& call, const ReduceSpec& spec) {
 // tensor accepts 0 and -1).
 inline int scan_dim(const OpCall& call, int64_t dim, int64_t ndim) {
   const int64_t n = ndim > 0 ? ndim : 1;
-  MIXT_CHECK_OP(dim >= -n && dim < n, call, "dimension {} is out of range for a tensor of {} dimensions", dim, ndim);
+  MIXT_CHECK_OP(dim >= -n && dim < n, call, "dimension {} is out of range for a tensor of {}", dim,
+                detail::counted(ndim, "dimension"));
   return static_cast<int>(dim < 0 ? dim + n : dim);
 }
 

@@ -29,7 +29,8 @@ void view_kernel(OpCall& c, DispatchKeySet) {
 void permute_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& t = c.in[0];
   const Shape& dims = c.attrs.get<attrs::Dims>().dims;
-  MIXT_CHECK_OP(dims.size() == t.dim(), c, "{} dims given for a tensor of {} dimensions", dims.size(), t.dim());
+  MIXT_CHECK_OP(dims.size() == t.dim(), c, "{} given for a tensor of {}", detail::counted(dims.size(), "dim"),
+                detail::counted(t.dim(), "dimension"));
   Shape sizes, strides;
   bool seen[kMaxDims] = {};
   for (int i = 0; i < dims.size(); ++i) {

@@ -13,6 +13,7 @@
 #include <mixt/runtime/autograd/grad_mode.h>
 #include <mixt/runtime/ops/nn.h>
 #include <mixt/runtime/ops/ops.h>
+#include <mixt/runtime/warnings.h>
 
 namespace mixt {
 namespace {
@@ -269,11 +270,18 @@ void cross_entropy_kernel(OpCall& c, DispatchKeySet) {
 
 // ---- elementwise losses ----
 
-// The common dtype of a loss's two floating operands (broadcast together).
+// The common dtype of a loss's two floating operands (broadcast together). Operands of
+// different shapes are legal but rarely meant (an [N, 1] prediction against an [N]
+// target averages N * N pairs): they warn, as in PyTorch (runtime/warnings.h).
 ScalarType pair_dtype(const OpCall& c, const Tensor& a, const Tensor& b) {
   check_floating(c, a, "input");
   check_floating(c, b, "target");
-  broadcast_shapes(a.sizes(), b.sizes(), op_name(c.op).data());
+  const Shape both = broadcast_shapes(a.sizes(), b.sizes(), op_name(c.op).data());
+  if (a.sizes() != b.sizes())
+    warn(std::string(op_name(c.op)),
+         fmt::format("the target's shape {} differs from the input's shape {}: they broadcast to {}, which is "
+                     "likely not what was meant (give both the same shape)",
+                     b.sizes(), a.sizes(), both));
   const ScalarType dt = promote_types_or_undefined(a.dtype(), b.dtype());
   MIXT_CHECK_OP(dt != ScalarType::Undefined, c, "no common dtype for {} and {}", a.dtype(), b.dtype());
   return dt;

@@ -87,7 +87,8 @@ void reduce_bool(const OpCall& c, OutputMeta* out) {
 void scan(const OpCall& c, OutputMeta* out) {
   const Tensor& in = c.in[0];
   const int64_t nd = in.dim() > 0 ? in.dim() : 1, d = c.attrs.get<attrs::Dim>().dim;
-  MIXT_CHECK_OP(d >= -nd && d < nd, c, "dimension {} is out of range for a tensor of {} dimensions", d, in.dim());
+  MIXT_CHECK_OP(d >= -nd && d < nd, c, "dimension {} is out of range for a tensor of {}", d,
+                  detail::counted(in.dim(), "dimension"));
   out[0] = {in.sizes(), sum_result_dtype(in.dtype(), c.attrs.dtype)};
 }
 

@@ -93,19 +93,21 @@ CheckpointParts other_parts(const CheckpointParts& parts, std::initializer_list<
 }
 
 StagedLoad stage_checkpoint(const CheckpointParts& parts, nn::Module& model, optim::Optimizer& optimizer,
-                            optim::WarmupCosine* schedule) {
+                            optim::WarmupCosine* schedule, const LoadOptions& options) {
   StagedLoad staged = model.stage_state_dict(checkpoint_part(parts, "model"));
   staged.add(optimizer.stage_state_dict(checkpoint_part(parts, "optim")));
   // After the optimizer: the schedule sets the lrs of its step.
   if (schedule) staged.add(schedule->stage_state_dict(checkpoint_part(parts, "schedule")));
-  staged.add(stage_rng_state(checkpoint_part(parts, "rng")));
+  // The rng part is checked either way: a corrupt checkpoint is refused whatever is restored.
+  StagedLoad rng = stage_rng_state(checkpoint_part(parts, "rng"));
+  if (options.restore_rng) staged.add(std::move(rng));
   return staged;
 }
 
 CheckpointParts load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer,
-                                optim::WarmupCosine* schedule) {
+                                optim::WarmupCosine* schedule, const LoadOptions& options) {
   const CheckpointParts parts = load_checkpoint_parts(path);
-  stage_checkpoint(parts, model, optimizer, schedule).commit();
+  stage_checkpoint(parts, model, optimizer, schedule, options).commit();
   return other_parts(parts, {"model", "optim", "schedule", "rng"});
 }
 

@@ -42,6 +42,15 @@ StateDict rng_state();
 // Checks an rng_state() and prepares its restoration; nothing changes until it is committed.
 StagedLoad stage_rng_state(const StateDict& sd);
 
+// What a load restores besides the model, the optimizer and (when given) the schedule.
+struct LoadOptions {
+  // The random generators' state saved with the checkpoint (the default, for resuming:
+  // the resumed run draws what the interrupted one would have). false leaves this
+  // process's generator as it is, e.g. to load a model in the middle of a run without
+  // changing its later random draws; the rng part is still checked.
+  bool restore_rng = true;
+};
+
 // Saves a model, its optimizer and the random generators (rng_state()), and optionally
 // a schedule and extra parts.
 void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
@@ -49,11 +58,14 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const opt
 // Restores what save_checkpoint wrote into existing objects; returns the extra parts.
 // Every part is checked against its object before any is restored: a refused load
 // (a part missing or not fitting) changes nothing. See Note [State loads].
+// `options.restore_rng = false` keeps the current random generator:
+//   io::load_checkpoint(path, model, optimizer, nullptr, {.restore_rng = false});
 CheckpointParts load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer,
-                                optim::WarmupCosine* schedule = nullptr);
+                                optim::WarmupCosine* schedule = nullptr, const LoadOptions& options = {});
 // Checks the "model", "optim", (when `schedule` is given) "schedule" and "rng" parts
-// against the objects and prepares their restoration; nothing changes until it is committed.
+// against the objects and prepares their restoration (the rng part's only when
+// `options.restore_rng`); nothing changes until it is committed.
 StagedLoad stage_checkpoint(const CheckpointParts& parts, nn::Module& model, optim::Optimizer& optimizer,
-                            optim::WarmupCosine* schedule = nullptr);
+                            optim::WarmupCosine* schedule = nullptr, const LoadOptions& options = {});
 
 }  // namespace mixt::io

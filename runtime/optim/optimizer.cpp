@@ -245,7 +245,7 @@ io::StagedLoad Optimizer::stage_state_dict(const io::StateDict& sd) {
   const std::string op = name_ + ".load_state_dict";
   const char* const c_op = op.c_str();
   const std::string& type = io::meta_text(sd, "type", c_op);
-  MIXT_CHECK(type == name_, op, "the state dict is from a {} optimizer, this is {}", type, name_);
+  MIXT_CHECK(type == name_, op, "the state dict was saved by the {} optimizer; this optimizer is {}", type, name_);
   const int64_t num_groups = io::meta_int(sd, "param_groups", c_op);
   MIXT_CHECK(num_groups == static_cast<int64_t>(groups_.size()), op,
              "the state dict has {} parameter groups, the {} optimizer has {}", num_groups, name_, groups_.size());

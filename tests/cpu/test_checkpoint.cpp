@@ -206,7 +206,8 @@ TEST_CASE("a checkpoint that does not fit changes nothing: every part is checked
     p.fill_(0.25);
   }
   io::save_checkpoint(path, *other.model, sgd);
-  CHECK_THROWS_WITH(io::load_checkpoint(path, *r.model, *r.opt), Contains("SGD"));
+  CHECK_THROWS_WITH(io::load_checkpoint(path, *r.model, *r.opt),
+                    Contains("the state dict was saved by the SGD optimizer; this optimizer is AdamW"));
   CHECK(fingerprint(r) == before);
 
   // The right optimizer, but the schedule part is missing.
@@ -305,4 +306,40 @@ TEST_CASE("optimizer step counters count exactly up to 2^53; loads refuse larger
   sd.set("state.0.step", full({}, two53 + 2, {.dtype = kFloat64}));  // the next float64
   CHECK_THROWS_WITH(opt.load_state_dict(sd), Contains("state.0.step"));
   CHECK(opt.state_dict().find("state.0.step")->item<double>() == two53);
+}
+
+TEST_CASE("load_checkpoint can leave the random generator alone", "[checkpoint]") {
+  const std::string path = temp_path("keep_rng");
+  Run saved = make_run();
+  for (int64_t i = 0; i < 3; ++i) train_step(saved, i);
+  io::save_checkpoint(path, *saved.model, *saved.opt);  // no schedule: it is optional
+  const uint64_t saved_offset = default_generator().offset();
+
+  // A run in progress loads a model: by default its generator jumps to the saved state.
+  Run run = make_run();
+  manual_seed(77);
+  (void)randn({5});
+  const uint64_t seed = default_generator().seed(), offset = default_generator().offset();
+  REQUIRE(offset != saved_offset);
+  io::load_checkpoint(path, *run.model, *run.opt, nullptr, {.restore_rng = false});
+  CHECK(default_generator().seed() == seed);
+  CHECK(default_generator().offset() == offset);
+  // The model and optimizer were restored all the same.
+  for (size_t i = 0; i < run.model->parameters().size(); ++i)
+    CHECK(equal(run.model->parameters()[i], saved.model->parameters()[i]));
+  // The default restores the generator (for resuming).
+  io::load_checkpoint(path, *run.model, *run.opt);
+  CHECK(default_generator().offset() == saved_offset);
+
+  // A corrupt rng part is refused even when it would not be restored: nothing changes.
+  io::CheckpointParts parts = io::load_checkpoint_parts(path);
+  for (auto& [name, sd] : parts)
+    if (name == "rng") sd.metadata["cuda.0.seed"] = "1";
+  io::save_checkpoint(path, parts);
+  manual_seed(5);
+  const uint64_t offset5 = default_generator().offset();
+  CHECK_THROWS_WITH(io::load_checkpoint(path, *run.model, *run.opt, nullptr, {.restore_rng = false}),
+                    Contains("cuda.0.seed"));
+  CHECK(default_generator().offset() == offset5);
+  std::remove(path.c_str());
 }

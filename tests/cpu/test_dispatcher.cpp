@@ -154,6 +154,13 @@ TEST_CASE("dispatch errors: missing kernels and bad arity", "[dispatcher]") {
   CHECK_THROWS_WITH(dispatch(c), Catch::Contains("test::no_kernels") && Catch::Contains("CPU"));
   OpCall none(bare);
   CHECK_THROWS_WITH(dispatch(none), Catch::Contains("takes 1 to 2 inputs"));
+  // A fixed arity reads as one count, in the singular where it is one.
+  OpCall no_input(OpId::neg);
+  CHECK_THROWS_WITH(dispatch(no_input), Catch::Contains("takes 1 input, got 0"));
+  OpCall one_input(OpId::add);
+  one_input.push(zeros({2}));
+  CHECK_THROWS_WITH(dispatch(one_input), Catch::Contains("takes 2 inputs, got 1"));
+  CHECK_THROWS_WITH(zeros({2}).sum({1}), Catch::Contains("out of range for a tensor of 1 dimension "));
   OpCall undefined_input(bare);
   undefined_input.push(Tensor());
   CHECK_THROWS_WITH(dispatch(undefined_input), Catch::Contains("input 0 is undefined"));
