@@ -99,7 +99,6 @@ LinearPlan plan_linear(const OpCall& c) {
   MIXT_CHECK_OP(x.device() == w.device(), c, "expected both operands on one device, but found {} and {}", x.device(),
                 w.device());
   MIXT_CHECK_OP(x.dtype() != kBool, c, "not implemented for bool operands");
-  MIXT_CHECK_OP(!bias.defined() || bias.dim() <= 1, c, "expected a 0-D or 1-D bias, but got shape {}", bias.sizes());
   LinearPlan l;
   MatmulPlan& p = l.product;
   const int64_t in = w.size(1), out = w.size(0);
@@ -123,8 +122,11 @@ LinearPlan plan_linear(const OpCall& c) {
     MIXT_CHECK_OP(bias.dtype() == p.in_dtype || bias.dtype() == p.out_dtype, c,
                   "expected the bias in {} (the operands' dtype) or the out_dtype, but got {}", p.in_dtype,
                   bias.dtype());
-    MIXT_CHECK_OP(broadcasts_to(bias.sizes(), p.out_shape), c, "bias of shape {} cannot be broadcast to {}",
-                  bias.sizes(), p.out_shape);
+    // Any bias that broadcasts to the output, as PyTorch's (which adds it in place: it never grows the
+    // output). One that varies along x's leading dims is taken as rows of the product too.
+    MIXT_CHECK_OP(broadcasts_to(bias.sizes(), l.result_shape), c,
+                  "bias of shape {} cannot be broadcast to the output's shape {}", bias.sizes(), l.result_shape);
+    if (!broadcasts_to(bias.sizes(), p.out_shape)) p.bias = as_rows(expand(bias, l.result_shape), rows, out);
   }
   return l;
 }

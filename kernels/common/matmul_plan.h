@@ -23,8 +23,9 @@ struct MatmulPlan {
 MatmulPlan plan_matmul(const OpCall& c, bool batched, bool scaled);
 
 // linear(x [*, in], weight [out, in], bias?) as one product: x's rows (a view, or a
-// contiguous copy when x's memory has no row layout) times weight^T, plus the bias.
-// The result has shape x.shape[:-1] + [out] (`out_shape` is the 2-D [rows, out]).
+// contiguous copy when x's memory has no row layout) times weight^T, plus the bias, which
+// may be any tensor that broadcasts to the result (taken as [rows, out] when it varies along
+// x's leading dims). The result has shape x.shape[:-1] + [out] (`out_shape` is the 2-D [rows, out]).
 struct LinearPlan {
   MatmulPlan product;
   Shape result_shape;

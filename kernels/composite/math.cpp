@@ -64,23 +64,25 @@ Tensor matmul_of(const OpCall& c, const Tensor& a, const Tensor& b, ScalarType o
 
 void matmul_kernel(OpCall& c, DispatchKeySet) { c.out[0] = matmul_of(c, c.in[0], c.in[1], c.attrs.dtype); }
 
-// x @ weight^T + bias, with x's leading dims folded into the rows of one mm/addmm.
+// x @ weight^T + bias, with x's leading dims folded into the rows of one mm/addmm. A bias
+// that varies along those dims (it broadcasts to the output, not to one row) is expanded
+// to the output and folded the same way.
 void linear_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& x = c.in[0];
   const Tensor& w = c.in[1];
-  const Tensor bias = c.n_in > 2 ? c.in[2] : Tensor();
-  plan_linear(c);  // the checks the fused kernels make, with the same messages
+  Tensor bias = c.n_in > 2 ? c.in[2] : Tensor();
+  const LinearPlan l = plan_linear(c);  // the checks the fused kernels make, with the same messages
   const ScalarType od = c.attrs.dtype;
   const Tensor wt = w.t();
   if (x.dim() == 2) {
     c.out[0] = bias.defined() ? addmm(bias, x, wt, 1, 1, od) : mm(x, wt, od);
     return;
   }
-  MIXT_CHECK_OP(!bias.defined() || bias.dim() <= 1, c, "expected a 0-D or 1-D bias, but got shape {}", bias.sizes());
-  const Shape lead = sub_shape(x.sizes(), 0, static_cast<int>(x.dim()) - 1);
-  const Tensor rows = x.reshape({lead.numel(), x.size(-1)});
-  const Tensor r = bias.defined() ? addmm(bias, rows, wt, 1, 1, od) : mm(rows, wt, od);
-  c.out[0] = r.view(concat(lead, {w.size(0)}));
+  const int64_t rows = l.product.n, out = l.product.m;
+  if (bias.defined() && bias.dim() > 1) bias = bias.expand(l.result_shape).reshape({rows, out});
+  const Tensor x2 = x.reshape({rows, x.size(-1)});
+  const Tensor r = bias.defined() ? addmm(bias, x2, wt, 1, 1, od) : mm(x2, wt, od);
+  c.out[0] = r.view(l.result_shape);
 }
 
 // linear's gradients from mm and sum (the backends without a kernel of their own, and

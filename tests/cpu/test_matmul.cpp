@@ -360,6 +360,79 @@ TEST_CASE("linear with and without bias", "[matmul]") {
   }
 }
 
+TEST_CASE("linear takes any bias that broadcasts to its output, as PyTorch does", "[matmul]") {
+  // PyTorch adds the bias to the output [*, out] with broadcasting (its autocast test list calls linear
+  // with an [8, 8] bias); the bias never grows the output. The CPU's fused kernel, the composite (meta,
+  // and a CUDA build's fallback) and the meta rule agree.
+  const OpEntry& e = op_entry(OpId::linear);
+  const Tensor w = random_tensor({8, 6}, kFloat32, 81);
+  const Tensor x2 = random_tensor({8, 6}, kFloat32, 82), x3 = random_tensor({2, 3, 6}, kFloat32, 83);
+  const std::vector<std::pair<Tensor, Shape>> cases = {
+      {x2, {8, 8}}, {x2, {8, 1}}, {x2, {1, 8}}, {x3, {3, 8}}, {x3, {2, 1, 8}}, {x3, {2, 3, 1}}, {x3, {1, 1, 8}}};
+  uint32_t seed = 84;
+  for (const auto& [x, bias_shape] : cases) {
+    for (ScalarType dt : {kFloat32, kBFloat16}) {
+      INFO("x " << x.sizes() << ", bias " << bias_shape << ", " << dtype_name(dt));
+      const Tensor xd = x.to(dt), wd = w.to(dt), b = random_tensor(bias_shape, dt, seed++);
+      const Tensor y = F::linear(xd, wd, b);
+      Shape want_shape = x.sizes();
+      want_shape[want_shape.size() - 1] = 8;
+      CHECK(y.sizes() == want_shape);
+      CHECK(y.dtype() == dt);
+      const std::vector<double> want =
+          add(matmul(xd.to(kFloat64), wd.to(kFloat64).t()), b.to(kFloat64)).to_vector<double>();
+      check_values(y, want, tolerance_for(dt));
+      // The composite the other backends run gives the same values.
+      OpCall c(OpId::linear);
+      c.push(xd);
+      c.push(wd);
+      c.push(b);
+      e.composite(c, DispatchKeySet(DispatchKey::CPU));
+      check_values(c.out[0], want, tolerance_for(dt));
+      // The meta rule: the output's shape and dtype.
+      const Tensor m = F::linear(xd.to(Device::meta()), wd.to(Device::meta()), b.to(Device::meta()));
+      CHECK(m.sizes() == want_shape);
+      CHECK(m.dtype() == dt);
+      // float32 out_dtype from narrow operands, with a bias in either dtype.
+      if (dt == kBFloat16) {
+        check_values(F::linear(xd, wd, b, kFloat32), want, tolerance_for(kFloat32));
+        check_values(F::linear(xd, wd, b.to(kFloat32), kFloat32), want, tolerance_for(kFloat32));
+      }
+    }
+  }
+  // The bias's gradient sums the output's gradient over the dims it was broadcast along.
+  for (const auto& [x, bias_shape] : cases) {
+    INFO("x " << x.sizes() << ", bias " << bias_shape);
+    const Tensor b = random_tensor(bias_shape, kFloat64, 90).set_requires_grad(true);
+    const Tensor xl = x.to(kFloat64).set_requires_grad(true);
+    const Tensor y = F::linear(xl, w.to(kFloat64), b);
+    const Tensor g = random_tensor(y.sizes(), kFloat64, 91);
+    sum(mul(y, g)).backward();
+    REQUIRE(b.grad().defined());
+    CHECK(b.grad().sizes() == bias_shape);
+    Shape dims;
+    const int64_t lead = y.dim() - static_cast<int64_t>(bias_shape.size());
+    for (int64_t d = 0; d < y.dim(); ++d)
+      if (d < lead || bias_shape[static_cast<int>(d - lead)] == 1) dims.push_back(d);
+    const Tensor want = dims.empty() ? g : sum(g, dims, /*keepdim=*/true).reshape(bias_shape);  // empty: every dim
+    check_values(b.grad(), want.to_vector<double>(), tolerance_for(kFloat64));
+    check_values(xl.grad(), matmul(g, w.to(kFloat64)).to_vector<double>(), tolerance_for(kFloat64));
+  }
+  // A bias that does not broadcast to the output, or would grow it, is refused naming linear and both
+  // shapes, on the CPU and on meta alike.
+  for (Device dev : {Device::cpu(), Device::meta()}) {
+    INFO(dev.str());
+    const Tensor xd = x3.to(dev), wd = w.to(dev);
+    check_error_mentions([&] { F::linear(xd, wd, random_tensor({4, 8}, kFloat32, 92).to(dev)); }, "linear",
+                         "[4, 8]");
+    check_error_mentions([&] { F::linear(xd, wd, random_tensor({4, 8}, kFloat32, 92).to(dev)); }, "linear",
+                         "[2, 3, 8]");
+    check_error_mentions([&] { F::linear(xd, wd, random_tensor({1, 2, 3, 8}, kFloat32, 93).to(dev)); }, "linear",
+                         "[1, 2, 3, 8]");
+    check_error_mentions([&] { F::linear(xd, wd, random_tensor({6}, kFloat32, 94).to(dev)); }, "linear", "[6]");
+  }
+}
+
 TEST_CASE("dot, mv and outer", "[matmul]") {
   Tensor a = from_vector(std::vector<float>{1, 2, 3});
   Tensor b = from_vector(std::vector<float>{4, -5, 6});
@@ -423,7 +496,7 @@ TEST_CASE("matmul family errors", "[matmul][errors]") {
   CHECK_THROWS_AS(outer(a23, v3), Error);
   CHECK_THROWS_AS(F::linear(a23, v3), Error);
   CHECK_THROWS_AS(F::linear(random_tensor({}, kFloat32, 14), a34), Error);
-  CHECK_THROWS_AS(F::linear(b3, a34.t(), a23), Error);  // 2-D bias with a 3-D input
+  CHECK_THROWS_AS(F::linear(b3, a34.t(), a23), Error);  // a bias [2, 3] does not broadcast to [2, 2, 4]
 
   // Batch and bias shapes.
   CHECK_THROWS_AS(bmm(b3, c3), Error);  // batch 2 vs 3

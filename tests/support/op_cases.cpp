@@ -607,6 +607,14 @@ void add_matmul_cases(Builder& b) {
   b.add("linear/bias", OpId::linear, N, G, three_mats({4, 8}, {5, 8}, {5}),
         [](const std::vector<Tensor>& in, ScalarType, Device) { return fn::linear(in[0], in[1], in[2]); })
       .with([](const Refs& in, ScalarType) { return ref::linear(in[0], in[1], &in[2]); }, {0.5, 9, 34});
+  // A bias that broadcasts to the output without being one row (PyTorch's autocast list passes an
+  // [8, 8] bias): a whole [rows, out] bias, and one that varies along x's leading dims.
+  b.add("linear/bias_2d", OpId::linear, N, G, three_mats({4, 8}, {5, 8}, {4, 5}),
+        [](const std::vector<Tensor>& in, ScalarType, Device) { return fn::linear(in[0], in[1], in[2]); })
+      .with([](const Refs& in, ScalarType) { return ref::linear(in[0], in[1], &in[2]); }, {0.5, 9, 34});
+  b.add("linear/bias_broadcast", OpId::linear, N, G, three_mats({2, 3, 8}, {5, 8}, {3, 1}),
+        [](const std::vector<Tensor>& in, ScalarType, Device) { return fn::linear(in[0], in[1], in[2]); })
+      .with([](const Refs& in, ScalarType) { return ref::linear(in[0], in[1], &in[2]); }, {0.5, 9, 34});
   // linear_backward(g [2, 3, 5], x [2, 3, 8], w [5, 8]), one case per gradient: 5 products (up to 4)
   // per grad_input value, 6 per grad_weight value, 6 values (up to 2) per grad_bias value. On CUDA
   // the bias gradient comes out of the weight GEMM's BGRADB epilogue (float64: a GEMM and `sum`).
