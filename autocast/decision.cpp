@@ -33,9 +33,10 @@ Tensor stand_in(const InputInfo& in) {
 // Note [Predicted output dtypes]: the op itself runs on meta tensors of the inputs'
 // shapes and dtypes, under `st` with `device`'s policy rehearsed on meta — the same
 // decision, the op's meta rule (or its composite, whose inner ops autocast decides
-// again), no data. So the prediction never keeps op lists of its own.
+// again), no data. So the prediction never keeps op lists of its own. A call that raises
+// predicts nothing (Undefined); `why` gets its message.
 ScalarType predict_output(DeviceType device, OpId op, std::span<const InputInfo> inputs,
-                          std::span<const InputInfo> list, const Attrs& attrs, const State& st) {
+                          std::span<const InputInfo> list, const Attrs& attrs, const State& st, std::string* why) {
   OpCall c(op);
   if (&attrs.schema() == &c.attrs.schema()) c.attrs = attrs;  // else: the op's defaults
   c.attrs.dtype = attrs.dtype;
@@ -54,10 +55,18 @@ ScalarType predict_output(DeviceType device, OpId op, std::span<const InputInfo>
     detail::StateSwap swap(rehearsed);
     if (op_entry(op).has(op_flags::Inplace)) c.out[0] = c.in[0];
     dispatch(c);
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    *why = e.message();
     return ScalarType::Undefined;  // the call itself raises; decide() predicts nothing
   }
   return c.out[0].defined() ? c.out[0].dtype() : ScalarType::Undefined;
+}
+
+// "normalized_shape, eps": the attribute names of `s`.
+std::string field_names(const AttrSchema& s) {
+  std::string names;
+  for (int i = 0; i < s.num_fields; ++i) names += (i ? ", " : "") + std::string(s.fields[i].name);
+  return names;
 }
 
 // Widest eligible dtype for `promote`: lower unless any is float32; mixing two
@@ -110,17 +119,23 @@ std::string_view rule_name(Rule r) {
   return "?";
 }
 
+std::ostream& operator<<(std::ostream& os, Rule r) { return os << rule_name(r); }
+
 Decision decide(DeviceType device, OpId op, std::span<const InputInfo> inputs, std::span<const InputInfo> list,
                 const Attrs& attrs, const State& st, bool predict) {
   Decision d;
   d.cast_to.fill(ScalarType::Undefined);
   d.list_cast_to.assign(list.size(), ScalarType::Undefined);
   const OpEntry& entry = op_entry(op);
+  // The call's named attributes, or none (Attrs{}: the op's defaults stand in), never another op's.
+  const AttrSchema& named = *entry.schema.attrs;
+  const bool attrs_given = &attrs.schema() == &named;
+  MIXT_CHECK(attrs_given || attrs.schema().num_fields == 0, op_name(op),
+             "autocast::decide was given {} attributes, but {} takes {} ({})", attrs.schema().name, op_name(op),
+             named.name, field_names(named));
   const Policy table = policy_of(device, op);
   const bool custom = entry.has(op_flags::Custom);
   auto cast_all = [&](ScalarType to) {
-std::ostream& operator<<(std::ostream& os, Rule r) { return os << rule_name(r); }
-
     for (size_t i = 0; i < inputs.size(); ++i)
       if (eligible(inputs[i], device) && inputs[i].dtype != to) d.cast_to[i] = to;
     for (size_t i = 0; i < list.size(); ++i)
@@ -184,7 +199,17 @@ std::ostream& operator<<(std::ostream& os, Rule r) { return os << rule_name(r); 
       case Policy::DisabledInside: break;
     }
   }
-  if (predict && d.error.empty()) d.output_dtype = predict_output(device, op, inputs, list, attrs, st);
+  if (predict && d.error.empty()) {
+    std::string why;
+    d.output_dtype = predict_output(device, op, inputs, list, attrs, st, &why);
+    // Without the call's attributes the defaults stood in: say which one the call needs
+    // (the meta rule's message names it) rather than predict nothing.
+    MIXT_CHECK(d.output_dtype != ScalarType::Undefined || attrs_given || named.num_fields == 0 || why.empty(),
+               op_name(op),
+               "autocast::decide needs the call's attributes to predict its output dtype: with {}'s defaults ({}) "
+               "the call raises: {}. Pass them (attrs::{}{{...}}, or an Attrs holding them)",
+               named.name, OpCall(op).attrs.describe(), why, named.name);
+  }
   return d;
 }
 

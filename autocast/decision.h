@@ -57,8 +57,22 @@ struct TypedInput {
   ScalarType dtype;
   Shape sizes;
 };
-// Convenience: the decision for plain inputs (all on `device`, none a parameter).
+// Convenience: the decision for plain inputs (all on `device`, none a parameter). `attrs`
+// holds the call's named attributes, or none ({}): the op's defaults stand in, and where the
+// output dtype cannot be predicted with them decide() raises, naming what the call needs.
 Decision decide(DeviceType device, OpId op, std::initializer_list<TypedInput> inputs, const Attrs& attrs,
                 const State& st);
+// The same with the call's named attributes as their struct, e.g. for conv2d
+// decide(DeviceType::CUDA, OpId::conv2d, inputs, attrs::Conv{.stride = {1, 1}, ...}, st).
+// Raises when `op` takes another struct.
+template <class Named>
+  requires requires { Named::kSchema; }
+Decision decide(DeviceType device, OpId op, std::initializer_list<TypedInput> inputs, const Named& named,
+                const State& st) {
+  Attrs a;
+  a.reset(Named::kSchema);
+  a.get<Named>() = named;
+  return decide(device, op, inputs, a, st);
+}
 
 }  // namespace mixt::autocast

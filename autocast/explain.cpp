@@ -36,6 +36,12 @@ std::string shown_outputs(const ExplainRecord& r) {
 
 }  // namespace
 
+// A rehearsed policy shows as "cpu<cuda": cpu tensors under CUDA's rules.
+std::string device_label(DeviceType tensors, DeviceType policy) {
+  if (policy == tensors) return shown_device(tensors);
+  return fmt::format("{}<{}", shown_device(tensors), shown_device(policy));
+}
+
 namespace detail {
 Explain* active_explain() { return t_active; }
 Explain* swap_active_explain(Explain* e) {
@@ -140,12 +146,9 @@ std::string Explain::table() const {
                                        : fmt::format(" ({} B)", c.bytes));
     if (r.set_dtype != ScalarType::Undefined) casts += fmt::format("dtype={} ", dtype_name(r.set_dtype));
     if (!r.error.empty()) casts += "ERROR: " + r.error;
-    // A rehearsed policy shows as "cpu<cuda": cpu tensors under CUDA's rules.
-    const std::string dev = r.policy_device == r.device ? shown_device(r.device)
-                                                         : fmt::format("{}<{}", shown_device(r.device),
-                                                                       shown_device(r.policy_device));
     out += fmt::format("{:<34} {:<10} {:<15} {:<14} {:<28} {:<14} {}\n",
-                       std::string(static_cast<size_t>(2 * r.depth), ' ') + r.op, dev, rule_name(r.rule),
+                       std::string(static_cast<size_t>(2 * r.depth), ' ') + r.op,
+                       device_label(r.device, r.policy_device), rule_name(r.rule),
                        policy_name(r.policy), dtype_list(r.inputs), shown_outputs(r), casts);
   }
   // A cast either made a copy and stored it in the cast cache, reused a stored one, or

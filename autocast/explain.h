@@ -82,6 +82,10 @@ class Explain {
   DispatchKeySet saved_excluded_;
 };
 
+// Where a decision applied, as explain's device column and autocast's errors name it: the
+// tensors' device ("cuda"), or under a rehearsal both ("meta<cuda": meta tensors, CUDA's policy).
+std::string device_label(DeviceType tensors, DeviceType policy);
+
 // Stores, in their low dtype, the frozen parameters (not requiring grad) that every
 // recorded use read through a cast down: the same bits from half the memory
 // (seed: a frozen parameter is stored in the dtype its readers read). Returns

@@ -14,7 +14,7 @@ namespace {
 
 // Runs an op autocast leaves alone: one op in its inputs' dtypes (every autocast key
 // excluded below it: Note [One autocast per call]), unless its decomposition is what
-// autocast must see (op flag AutocastDecomposes: cross_entropy). The fast path and the
+// autocast must see (op flag AutocastDecomposes: custom composite ops). The fast path and the
 // recorded path both come here, so what an op returns never depends on whether an
 // Explain is watching.
 template <DeviceType D>
@@ -106,7 +106,7 @@ void autocast_kernel(OpCall& c, DispatchKeySet keys) {
     if (c.out[0].defined()) r.output_device = c.out[0].device().type();
   };
 
-  MIXT_CHECK_OP(d.error.empty(), c, "{} (autocast on {})", d.error, device_type_name(D));
+  MIXT_CHECK_OP(d.error.empty(), c, "{} (autocast on {})", d.error, device_label(D, P));
   if (ex && !ex->parameter_uses().empty())
     for (int i = 0; i < c.n_in; ++i) ex->note_use(c.in[i], d.cast_to[static_cast<size_t>(i)]);
   if (d.run_without_autocast) {

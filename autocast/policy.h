@@ -43,7 +43,8 @@ std::string_view banned_message(DeviceType device, OpId op);
 // The policy table of `device`, grouped by policy (the ops of each policy, in op
 // table order), as plain text or as a markdown table.
 std::string describe_policies(DeviceType device, bool markdown);
-// Version of the built-in tables (part of the precision fingerprint of checkpoints).
-constexpr int kPolicyTableVersion = 1;
+// Version of the built-in tables (part of the precision fingerprint of checkpoints). 2: cross_entropy
+// joined CUDA's fp32 list (the float32 loss of PyTorch's decomposition, on every backend).
+constexpr int kPolicyTableVersion = 2;
 
 }  // namespace mixt::autocast

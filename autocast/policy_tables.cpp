@@ -34,6 +34,10 @@ constexpr Entry kCuda[] = {
     {OpId::l1_loss, Policy::Fp32}, {OpId::smooth_l1_loss, Policy::Fp32}, {OpId::huber_loss, Policy::Fp32},
     {OpId::mse_loss, Policy::Fp32}, {OpId::binary_cross_entropy_with_logits, Policy::Fp32},
     {OpId::logsumexp, Policy::Fp32},
+    // Not on PyTorch's list: a composite there, whose log_softmax (fp32_set_opt_dtype) and nll_loss
+    // (fp32) make its loss float32, computed from float32 logits. Listing that outcome gives it on
+    // every backend, the ones with a fused kernel too (Note [Decomposed ops in the tables]).
+    {OpId::cross_entropy, Policy::Fp32},
     // fp32_set_opt_dtype (and norm's fp32_append_dtype, which behaves the same on mixt's norm)
     {OpId::prod, Policy::Fp32OptDtype}, {OpId::softmax, Policy::Fp32OptDtype},
     {OpId::log_softmax, Policy::Fp32OptDtype}, {OpId::cumprod, Policy::Fp32OptDtype},

@@ -1,5 +1,6 @@
 // Autocast on the CPU: the policy at work on a small model, the cast cache,
-// a float32 island, a bfloat16 region, and the explain report.
+// a float32 island, CUDA's policy rehearsed on CPU tensors, a bfloat16 region,
+// and the explain report.
 #include <iostream>
 
 #include <mixt/autocast/autocast.h>
@@ -29,10 +30,9 @@ int main() {
     Tensor logits = layer.forward(x);           // linear: "lower" -> bfloat16
     Tensor loss = F::cross_entropy(logits, target);  // losses: "fp32" -> float32
     expect(logits.dtype() == kBFloat16, "linear computes in bfloat16");
-    // On the CPU cross_entropy is on the float32 list. CUDA's policy decomposes it
-    // (log_softmax, nll_loss) and mixt's CUDA result still has the logits' dtype, where
-    // PyTorch returns float32: an open parity gap, so this check is the CPU's alone.
-    expect(!x.is_cpu() || loss.dtype() == kFloat32, "cross_entropy computes in float32");
+    // float32 under both devices' policies (PyTorch's CUDA list reaches it through the
+    // decomposition, log_softmax and nll_loss, both float32).
+    expect(loss.dtype() == kFloat32, "cross_entropy computes in float32");
 
     layer.forward(x);  // the weight's bfloat16 copy comes from the cast cache
     expect(autocast::cache_stats().hits >= 1, "second forward hits the cast cache");
@@ -44,6 +44,17 @@ int main() {
     loss.backward();
   }
   expect(layer.parameters()[0].grad().dtype() == kFloat32, "gradients reach the float32 master weights");
+
+  // CUDA's float16 policy rehearsed on CPU tensors: what a GPU run decides, checked without one
+  // (explain shows these ops as "cpu<cuda").
+  {
+    const Tensor xc = x.to(Device::cpu()), tc = target.to(Device::cpu());
+    const Tensor wc = layer.parameters()[0].detach().to(Device::cpu());
+    autocast::Guard cuda({.device = DeviceType::CUDA, .dtype = kFloat16, .rehearse_on = Device::cpu()});
+    Tensor logits = F::linear(xc, wc);  // "lower" -> float16
+    expect(logits.dtype() == kFloat16, "CUDA's policy (rehearsed): linear computes in float16");
+    expect(F::cross_entropy(logits, tc).dtype() == kFloat32, "CUDA's policy (rehearsed): cross_entropy in float32");
+  }
 
   // A region computes in a low dtype even where autocast is off; the functional
   // form casts its result back to the outer dtype.

@@ -4,6 +4,7 @@
 // custom-op policies, sensitive parameters, lower_f32_out and explain.
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -625,4 +626,101 @@ TEST_CASE("a rehearsal runs the composite where the rehearsed device has no kern
     CHECK(leaf.grad().to_vector<float>() == std::vector<float>(6, 2.0f));
   }
   CHECK(ran(twice, x) == kernel);  // the guard gave the CPU its own kernels back
+}
+
+namespace {
+// A backend's own cross_entropy ("fused": one kernel, nothing inside it autocast), here the
+// composite's math run below the autocast layer.
+void fused_cross_entropy(OpCall& c, DispatchKeySet keys) {
+  ExcludeKeysGuard unseen(kAutocastKeys);
+  op_entry(OpId::cross_entropy).composite(c, keys);
+}
+// Binds the fused kernel on the CPU and on CUDA while it lives (CUDA having a kernel, a rehearsal of
+// CUDA runs the CPU's: Note [Rehearsed kernel choice]); both run the composite again after.
+class FusedCrossEntropy {
+ public:
+  FusedCrossEntropy() { bind(fused_cross_entropy); }
+  ~FusedCrossEntropy() { bind(nullptr); }
+  FusedCrossEntropy(const FusedCrossEntropy&) = delete;
+  FusedCrossEntropy& operator=(const FusedCrossEntropy&) = delete;
+
+ private:
+  static void bind(KernelFn fn) {
+    for (DispatchKey k : {DispatchKey::CPU, DispatchKey::CUDA}) register_kernel(OpId::cross_entropy, k, fn);
+  }
+};
+}  // namespace
+
+TEST_CASE("cross_entropy under CUDA's policy returns float32, as PyTorch does, whichever backend runs it",
+          "[autocast][rehearsal]") {
+  // PyTorch's cross_entropy is log_softmax (fp32_set_opt_dtype) then nll_loss (fp32): under CUDA autocast
+  // its loss is float32 from float16 or bfloat16 logits. decide(), a rehearsal on meta or on CPU tensors,
+  // and a backend with a fused kernel all give that, computed from the logits in float32.
+  const Tensor logits32 = data(kFloat32, {4, 5}, -3, 3, 41);
+  const Tensor target = index_tensor({0, 4, 2, 1}, {4});
+  const Tensor weight32 = data(kFloat32, {5}, 0.5, 2, 42);
+  const Tensor probs32 = F::softmax(data(kFloat32, {4, 5}, -1, 1, 43), 1);
+  for (ScalarType low : {kFloat16, kBFloat16}) {
+    INFO(dtype_name(low));
+    const Tensor logits = logits32.to(low), weight = weight32.to(low), probs = probs32.to(low);
+    // What the loss is when computed in float32 from these logits, outside autocast.
+    const float want = F::cross_entropy(logits.to(kFloat32), target).item<float>();
+    const float want_weighted = F::cross_entropy(logits.to(kFloat32), target, weight.to(kFloat32)).item<float>();
+    const float want_soft = F::cross_entropy(logits.to(kFloat32), probs.to(kFloat32)).item<float>();
+    autocast::State st;
+    st.enabled[static_cast<size_t>(DeviceType::CUDA)] = true;
+    st.dtype[static_cast<size_t>(DeviceType::CUDA)] = low;
+    CHECK(autocast::decide(DeviceType::CUDA, OpId::cross_entropy, {{low, {4, 5}}, {kInt64, {4}}}, {}, st)
+              .output_dtype == kFloat32);
+    {
+      autocast::Guard g({.device = DeviceType::CUDA, .dtype = low, .rehearse_on = Device::meta()});
+      CHECK(F::cross_entropy(logits.to(Device::meta()), target.to(Device::meta())).dtype() == kFloat32);
+    }
+    for (const bool fused : {false, true}) {
+      INFO((fused ? "a fused kernel" : "the composite"));
+      std::optional<FusedCrossEntropy> kernel;
+      if (fused) kernel.emplace();
+      autocast::Explain ex;  // the decision is recorded, and predicted, as it ran
+      autocast::Guard g({.device = DeviceType::CUDA, .dtype = low, .rehearse_on = Device::cpu()});
+      const Tensor loss = F::cross_entropy(logits, target);
+      CHECK(loss.dtype() == kFloat32);
+      CHECK(loss.item<float>() == want);  // nothing rounded to the low dtype on the way
+      const Tensor weighted = F::cross_entropy(logits, target, weight);
+      CHECK(weighted.dtype() == kFloat32);
+      CHECK(weighted.item<float>() == want_weighted);
+      const Tensor soft = F::cross_entropy(logits, probs);
+      CHECK(soft.dtype() == kFloat32);
+      CHECK(soft.item<float>() == want_soft);
+      for (const auto& r : ex.records())
+        if (r.depth == 0) CHECK(r.predicted == r.outputs.at(0));
+    }
+    // Outside autocast the loss keeps the logits' dtype (PyTorch's too); the CPU's table lists it fp32.
+    CHECK(F::cross_entropy(logits, target).dtype() == low);
+    autocast::Guard cpu({.device = DeviceType::CPU, .dtype = low});
+    CHECK(F::cross_entropy(logits, target).dtype() == kFloat32);
+  }
+}
+
+TEST_CASE("an autocast error names the tensors' device and the policy's, as explain does", "[autocast][rehearsal]") {
+  // CUDA bans binary_cross_entropy. Rehearsed on meta or CPU tensors, the error says whose policy
+  // refused it ("meta<cuda"), not only where the tensors live.
+  for (const Device dev : {Device::meta(), Device::cpu()}) {
+    const Tensor p = data(kFloat32, {4}, 0.1, 0.9, 44).to(dev), t = data(kFloat32, {4}, 0, 1, 45).to(dev);
+    autocast::Guard g({.device = DeviceType::CUDA, .dtype = kFloat16, .rehearse_on = dev});
+    const std::string e = error_of([&] { F::binary_cross_entropy(p, t); });
+    INFO(e);
+    CHECK_THAT(e, Contains("binary_cross_entropy_with_logits"));
+    CHECK_THAT(e, Contains(std::string("autocast on ") + std::string(device_type_name(dev.type())) + "<cuda"));
+  }
+  // Without a rehearsal the device is the policy's.
+  autocast::set_policy(DeviceType::CPU, OpId::binary_cross_entropy, Policy::Banned);
+  const Tensor p = data(kFloat32, {4}, 0.1, 0.9, 44);
+  std::string e;
+  {
+    autocast::Guard g(cpu_bf16());
+    e = error_of([&] { F::binary_cross_entropy(p, p); });
+  }
+  autocast::reset_policies();
+  INFO(e);
+  CHECK_THAT(e, Contains("(autocast on cpu)"));
 }

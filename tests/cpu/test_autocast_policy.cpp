@@ -22,7 +22,8 @@ using Catch::Contains;
 namespace {
 
 // PyTorch 2.11's autocast lists restricted to mixt's ops, written out here from
-// aten/src/ATen/autocast_mode.h as the specification the tables must meet.
+// aten/src/ATen/autocast_mode.h as the specification the tables must meet (plus, on CUDA,
+// the one op whose decomposition PyTorch decides: cross_entropy).
 const std::map<std::string, Policy> kExpectedCuda = {
     {"conv1d", Policy::Lower}, {"conv2d", Policy::Lower}, {"addmm", Policy::Lower}, {"matmul", Policy::Lower},
     {"mm", Policy::Lower}, {"mv", Policy::Lower}, {"linear", Policy::Lower}, {"baddbmm", Policy::Lower},
@@ -34,6 +35,9 @@ const std::map<std::string, Policy> kExpectedCuda = {
     {"nll_loss", Policy::Fp32}, {"kl_div", Policy::Fp32}, {"l1_loss", Policy::Fp32},
     {"smooth_l1_loss", Policy::Fp32}, {"huber_loss", Policy::Fp32}, {"mse_loss", Policy::Fp32},
     {"binary_cross_entropy_with_logits", Policy::Fp32}, {"logsumexp", Policy::Fp32},
+    // Not on the list but float32 there: PyTorch's cross_entropy is log_softmax (fp32_set_opt_dtype) then
+    // nll_loss (fp32). mixt lists that outcome, so a backend with a fused kernel gives it too.
+    {"cross_entropy", Policy::Fp32},
     {"prod", Policy::Fp32OptDtype}, {"softmax", Policy::Fp32OptDtype}, {"log_softmax", Policy::Fp32OptDtype},
     {"cumprod", Policy::Fp32OptDtype}, {"cumsum", Policy::Fp32OptDtype}, {"sum", Policy::Fp32OptDtype},
     {"norm", Policy::Fp32OptDtype},
@@ -197,13 +201,53 @@ TEST_CASE("decisions: lower_f32_out keeps low operands and returns float32", "[a
   CHECK(autocast::policy_of(DeviceType::CUDA, OpId::mm) == Policy::Lower);
 }
 
+TEST_CASE("decide() says which attributes a prediction needs, and takes them", "[autocast][policy]") {
+  // conv2d, layer_norm and rms_norm have no usable default for some attribute: without the call's
+  // attributes the output dtype cannot be predicted, and decide() says which one is missing.
+  const autocast::State st = enabled_state(DeviceType::CUDA, kFloat16);
+  auto missing = [&](OpId op, std::initializer_list<autocast::TypedInput> in) {
+    return error_of([&] { autocast::decide(DeviceType::CUDA, op, in, {}, st); });
+  };
+  CHECK_THAT(missing(OpId::conv2d, {{kFloat32, {1, 3, 8, 8}}, {kFloat32, {4, 3, 3, 3}}}),
+             Contains("conv2d") && Contains("stride"));
+  CHECK_THAT(missing(OpId::layer_norm, {{kFloat16, {2, 8}}}), Contains("layer_norm") && Contains("normalized_shape"));
+  CHECK_THAT(missing(OpId::rms_norm, {{kFloat16, {2, 8}}}), Contains("rms_norm") && Contains("normalized_shape"));
+  // With them, the prediction: conv2d lowered, layer_norm float32 (CUDA's fp32 list), rms_norm passed through.
+  const attrs::Conv conv{.stride = {1, 1}, .padding = {1, 1}, .dilation = {1, 1}, .groups = 1};
+  const Decision c = autocast::decide(DeviceType::CUDA, OpId::conv2d, {{kFloat32, {1, 3, 8, 8}}, {kFloat32, {4, 3, 3, 3}}},
+                                      conv, st);
+  CHECK(c.cast_to[0] == kFloat16);
+  CHECK(c.output_dtype == kFloat16);
+  CHECK(autocast::decide(DeviceType::CUDA, OpId::layer_norm, {{kFloat16, {2, 8}}},
+                         attrs::LayerNorm{.normalized_shape = {8}}, st)
+            .output_dtype == kFloat32);
+  CHECK(autocast::decide(DeviceType::CUDA, OpId::rms_norm, {{kFloat16, {2, 8}}}, attrs::RmsNorm{.normalized_shape = {8}},
+                         st)
+            .output_dtype == kFloat16);
+  // linear has no named attributes; PyTorch's autocast list calls it with an [8, 8] bias.
+  CHECK(decide(DeviceType::CUDA, kFloat16, OpId::linear, {{kFloat32, {8, 8}}, {kFloat32, {8, 8}}, {kFloat32, {8, 8}}})
+            .output_dtype == kFloat16);
+  // Another op's attributes are refused by name; ops whose defaults serve need none.
+  CHECK_THAT(error_of([&] {
+               autocast::decide(DeviceType::CUDA, OpId::layer_norm, {{kFloat16, {2, 8}}}, conv, st);
+             }),
+             Contains("layer_norm") && Contains("LayerNorm") && Contains("Conv"));
+  CHECK(decide(DeviceType::CUDA, kFloat16, OpId::sum, {{kFloat16, {2, 3}}}).output_dtype == kFloat32);
+  // A call that raises whatever its attributes predicts nothing, as before.
+  CHECK(autocast::decide(DeviceType::CUDA, OpId::layer_norm, {{kFloat16, {2, 8}}},
+                         attrs::LayerNorm{.normalized_shape = {5}}, st)
+            .output_dtype == ScalarType::Undefined);
+}
+
 TEST_CASE("docs/autocast_tables.md is generated from the tables", "[autocast][docs]") {
   std::string md =
       "# Autocast policy tables\n\n"
       "Generated from `autocast/policy_tables.cpp` by `tests/cpu/test_autocast_policy.cpp` (the test fails when\n"
       "this file is stale; regenerate with `MIXT_UPDATE_DOCS=1 build/tests/test_autocast_policy`). They are\n"
-      "PyTorch 2.11's autocast lists restricted to the ops mixt has; `mixt-bench policy [cpu|cuda]` prints the\n"
-      "tables in effect, including policies an application set.\n\n## CUDA (default dtype float16)\n\n" +
+      "PyTorch 2.11's autocast lists restricted to the ops mixt has, plus CUDA's `cross_entropy`, which PyTorch\n"
+      "decides through its decomposition (float32: [autocast.md](autocast.md#policies)); `mixt-bench policy\n"
+      "[cpu|cuda]` prints the tables in effect, including policies an application set.\n\n"
+      "## CUDA (default dtype float16)\n\n" +
       autocast::describe_policies(DeviceType::CUDA, true) + "\n## CPU (default dtype bfloat16)\n\n" +
       autocast::describe_policies(DeviceType::CPU, true);
   const std::string path = std::string(MIXT_SOURCE_ROOT) + "/docs/autocast_tables.md";
