@@ -37,7 +37,8 @@ CheckpointParts other_parts(const CheckpointParts& parts, std::initializer_list<
 
 // The random generators' state (the "rng" part): the default generator's seed and
 // offset under "default.". It is the only one: every device's random ops draw from it
-// (CUDA has no random kernels of its own yet). See Note [Generator state].
+// (CUDA's random kernels draw the same Philox stream; there is no per-device generator).
+// See Note [Generator state].
 StateDict rng_state();
 // Checks an rng_state() and prepares its restoration; nothing changes until it is committed.
 StagedLoad stage_rng_state(const StateDict& sd);
