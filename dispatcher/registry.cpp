@@ -258,8 +258,6 @@ std::string_view dispatch_key_name(DispatchKey k) {
   return "Reserved";
 }
 
-void OpCall::throw_too_many_inputs() const {
-  throw Error(std::string(op_name(op)), fmt::format("an OpCall holds at most {} inputs", kMaxInputs),
 std::ostream& operator<<(std::ostream& os, DispatchKey k) { return os << dispatch_key_name(k); }
 
 std::ostream& operator<<(std::ostream& os, DispatchKeySet s) {
@@ -275,6 +273,8 @@ std::ostream& operator<<(std::ostream& os, DispatchKeySet s) {
 
 std::ostream& operator<<(std::ostream& os, OpId id) { return os << op_name(id); }
 
+void OpCall::throw_too_many_inputs() const {
+  throw Error(std::string(op_name(op)), fmt::format("an OpCall holds at most {} inputs", kMaxInputs),
               describe_inputs());
 }
 
