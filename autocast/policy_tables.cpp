@@ -34,6 +34,11 @@ constexpr Entry kCuda[] = {
     {OpId::l1_loss, Policy::Fp32}, {OpId::smooth_l1_loss, Policy::Fp32}, {OpId::huber_loss, Policy::Fp32},
     {OpId::mse_loss, Policy::Fp32}, {OpId::binary_cross_entropy_with_logits, Policy::Fp32},
     {OpId::logsumexp, Policy::Fp32},
+    {OpId::poisson_nll_loss, Policy::Fp32}, {OpId::cosine_embedding_loss, Policy::Fp32},
+    {OpId::hinge_embedding_loss, Policy::Fp32}, {OpId::margin_ranking_loss, Policy::Fp32},
+    {OpId::triplet_margin_loss, Policy::Fp32}, {OpId::multilabel_margin_loss, Policy::Fp32},
+    {OpId::soft_margin_loss, Policy::Fp32}, {OpId::multi_margin_loss, Policy::Fp32},
+    {OpId::dist, Policy::Fp32}, {OpId::pdist, Policy::Fp32}, {OpId::cdist, Policy::Fp32}, {OpId::renorm, Policy::Fp32},
     // Not on PyTorch's list: a composite there, whose log_softmax (fp32_set_opt_dtype) and nll_loss
     // (fp32) make its loss float32, computed from float32 logits. Listing that outcome gives it on
     // every backend, the ones with a fused kernel too (Note [Decomposed ops in the tables]).
@@ -44,7 +49,7 @@ constexpr Entry kCuda[] = {
     {OpId::cumsum, Policy::Fp32OptDtype}, {OpId::sum, Policy::Fp32OptDtype}, {OpId::norm, Policy::Fp32OptDtype},
     // promote
     {OpId::addcdiv, Policy::Promote}, {OpId::addcmul, Policy::Promote}, {OpId::atan2, Policy::Promote},
-    {OpId::dot, Policy::Promote}, {OpId::scatter_add, Policy::Promote},
+    {OpId::dot, Policy::Promote}, {OpId::scatter_add, Policy::Promote}, {OpId::cross, Policy::Promote},
     // banned
     {OpId::binary_cross_entropy, Policy::Banned},
 };
@@ -60,7 +65,11 @@ constexpr Entry kCpu[] = {
     {OpId::binary_cross_entropy, Policy::Fp32}, {OpId::prod, Policy::Fp32}, {OpId::mse_loss, Policy::Fp32},
     {OpId::nll_loss, Policy::Fp32}, {OpId::smooth_l1_loss, Policy::Fp32}, {OpId::cross_entropy, Policy::Fp32},
     {OpId::l1_loss, Policy::Fp32}, {OpId::huber_loss, Policy::Fp32}, {OpId::kl_div, Policy::Fp32},
-    {OpId::binary_cross_entropy_with_logits, Policy::Fp32},
+    {OpId::binary_cross_entropy_with_logits, Policy::Fp32}, {OpId::cdist, Policy::Fp32},
+    {OpId::poisson_nll_loss, Policy::Fp32}, {OpId::cosine_embedding_loss, Policy::Fp32},
+    {OpId::hinge_embedding_loss, Policy::Fp32}, {OpId::margin_ranking_loss, Policy::Fp32},
+    {OpId::triplet_margin_loss, Policy::Fp32}, {OpId::multilabel_margin_loss, Policy::Fp32},
+    {OpId::soft_margin_loss, Policy::Fp32}, {OpId::multi_margin_loss, Policy::Fp32},
     // promote
     {OpId::stack, Policy::Promote}, {OpId::cat, Policy::Promote},
 };

@@ -9,29 +9,20 @@
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/conv_geometry.h>
+#include <mixt/kernels/composite/helpers.h>
 #include <mixt/kernels/composite/register.h>
 #include <mixt/runtime/autograd/grad_mode.h>
 #include <mixt/runtime/ops/nn.h>
 #include <mixt/runtime/ops/ops.h>
-#include <mixt/runtime/warnings.h>
 
 namespace mixt {
 namespace {
 
 namespace F = nn::functional;
 using F::Reduction;
+using namespace composite;
 
-// ---- shared helpers ----
-
-// Optional input `i` (undefined when absent).
-Tensor opt(const OpCall& c, int i) { return c.n_in > i ? c.in[i] : Tensor(); }
-
-// `t` in float32 when it is a narrow float (the compute type of the sensitive ops).
-Tensor up(const Tensor& t) { return t.defined() && is_reduced_float(t.dtype()) ? t.to(kFloat32) : t; }
-
-void check_floating(const OpCall& c, const Tensor& t, const char* what) {
-  MIXT_CHECK_OP(is_floating(t.dtype()), c, "expected a floating {}, got {}", what, t.dtype());
-}
+// ---- shared helpers (and kernels/composite/helpers.h) ----
 
 // A per-channel parameter (weight, bias, running stats): undefined, or floating with `n` elements in one dim.
 void check_channel_param(const OpCall& c, const Tensor& t, int64_t n, const char* what) {
@@ -61,23 +52,6 @@ Shape tail(const Shape& s, int from) {
   for (int i = from; i < s.size(); ++i) r.push_back(s[i]);
   return r;
 }
-
-// `r` after checking it is one of the three reductions (a caller may cast any integer).
-Reduction checked(const OpCall& c, Reduction r) {
-  MIXT_CHECK_OP(r == Reduction::None || r == Reduction::Mean || r == Reduction::Sum, c,
-                "reduction must be none, mean or sum, got {}", static_cast<int>(r));
-  return r;
-}
-
-// The plain reductions of an elementwise loss.
-Tensor reduce(const Tensor& loss, Reduction r) {
-  if (r == Reduction::Mean) return mean(loss);
-  if (r == Reduction::Sum) return sum(loss);
-  return loss;
-}
-
-// Sets the result, rounded to `dtype`.
-void finish(OpCall& c, const Tensor& result, ScalarType dtype) { c.out[0] = result.to(dtype); }
 
 // ---- normalization and dropout ----
 
@@ -269,23 +243,6 @@ void cross_entropy_kernel(OpCall& c, DispatchKeySet) {
 }
 
 // ---- elementwise losses ----
-
-// The common dtype of a loss's two floating operands (broadcast together). Operands of
-// different shapes are legal but rarely meant (an [N, 1] prediction against an [N]
-// target averages N * N pairs): they warn, as in PyTorch (runtime/warnings.h).
-ScalarType pair_dtype(const OpCall& c, const Tensor& a, const Tensor& b) {
-  check_floating(c, a, "input");
-  check_floating(c, b, "target");
-  const Shape both = broadcast_shapes(a.sizes(), b.sizes(), op_name(c.op).data());
-  if (a.sizes() != b.sizes())
-    warn(std::string(op_name(c.op)),
-         fmt::format("the target's shape {} differs from the input's shape {}: they broadcast to {}, which is "
-                     "likely not what was meant (give both the same shape)",
-                     b.sizes(), a.sizes(), both));
-  const ScalarType dt = promote_types_or_undefined(a.dtype(), b.dtype());
-  MIXT_CHECK_OP(dt != ScalarType::Undefined, c, "no common dtype for {} and {}", a.dtype(), b.dtype());
-  return dt;
-}
 
 // |a - b| below `knee`: quadratic (scaled by `quad`), above: linear (slope `slope`), continuous at the knee.
 Tensor piecewise_loss(const Tensor& diff, double knee, double quad, double slope) {

@@ -42,6 +42,13 @@ Tensor baddbmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scala
 Tensor dot(const Tensor& a, const Tensor& b) { return product(OpId::dot, a, b, ScalarType::Undefined); }
 Tensor mv(const Tensor& m, const Tensor& v) { return product(OpId::mv, m, v, ScalarType::Undefined); }
 Tensor outer(const Tensor& a, const Tensor& b) { return product(OpId::outer, a, b, ScalarType::Undefined); }
+Tensor cross(const Tensor& a, const Tensor& b, int64_t dim) {
+  OpCall c(OpId::cross);
+  c.push(a);
+  c.push(b);
+  c.attrs.get<attrs::Dim>().dim = dim;
+  return call_op(c);
+}
 
 ScaledMmResult scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b,
                          const ScaledMmOptions& options) {

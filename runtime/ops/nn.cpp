@@ -199,6 +199,8 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
   }
 MIXT_DEFINE_PAIR_LOSS(mse_loss)
 MIXT_DEFINE_PAIR_LOSS(l1_loss)
+MIXT_DEFINE_PAIR_LOSS(multilabel_margin_loss)
+MIXT_DEFINE_PAIR_LOSS(soft_margin_loss)
 #undef MIXT_DEFINE_PAIR_LOSS
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
@@ -229,6 +231,49 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
 Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bool log_target) {
   OpCall c = make_call(OpId::kl_div, {input, target});
   c.attrs.get<attrs::KlDiv>() = {reduction, log_target};
+  return call_op(c);
+}
+
+Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, bool log_input, bool full, double eps,
+                        Reduction reduction) {
+  OpCall c = make_call(OpId::poisson_nll_loss, {input, target});
+  c.attrs.get<attrs::PoissonNll>() = {reduction, log_input, full, eps};
+  return call_op(c);
+}
+
+namespace {
+Tensor margin_loss(OpId id, std::initializer_list<Tensor> in, double margin, Reduction reduction) {
+  OpCall c = make_call(id, in);
+  c.attrs.get<attrs::MarginLoss>() = {reduction, margin};
+  return call_op(c);
+}
+}  // namespace
+
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin,
+                             Reduction reduction) {
+  return margin_loss(OpId::cosine_embedding_loss, {input1, input2, target}, margin, reduction);
+}
+
+Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, double margin, Reduction reduction) {
+  return margin_loss(OpId::hinge_embedding_loss, {input, target}, margin, reduction);
+}
+
+Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin,
+                           Reduction reduction) {
+  return margin_loss(OpId::margin_ranking_loss, {input1, input2, target}, margin, reduction);
+}
+
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative, double margin,
+                           double p, double eps, bool swap, Reduction reduction) {
+  OpCall c = make_call(OpId::triplet_margin_loss, {anchor, positive, negative});
+  c.attrs.get<attrs::TripletMargin>() = {reduction, margin, p, eps, swap};
+  return call_op(c);
+}
+
+Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p, double margin, const Tensor& weight,
+                         Reduction reduction) {
+  OpCall c = make_call(OpId::multi_margin_loss, {input, target}, {weight});
+  c.attrs.get<attrs::MultiMargin>() = {reduction, p, margin};
   return call_op(c);
 }
 

@@ -111,6 +111,35 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
 // KL divergence with `input` = log-probabilities (and `target` log-probabilities when log_target).
 Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
               bool log_target = false);
+// Poisson negative log likelihood: exp(input) - target * input with log_input, else
+// input - target * log(input + eps); `full` adds Stirling's approximation of log(target!)
+// where target > 1.
+Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, bool log_input = true, bool full = false,
+                        double eps = 1e-8, Reduction reduction = Reduction::Mean);
+// Rows of input1 and input2 ([N, D] with target [N], or [D] with a 0-D target): 1 - cos where
+// the target is 1, max(0, cos - margin) where it is -1.
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin = 0.0,
+                             Reduction reduction = Reduction::Mean);
+// input where the target is 1, max(0, margin - input) where it is -1.
+Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, double margin = 1.0,
+                            Reduction reduction = Reduction::Mean);
+// max(0, -target * (input1 - input2) + margin); the three have one number of dims.
+Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin = 0.0,
+                           Reduction reduction = Reduction::Mean);
+// max(0, d(anchor, positive) - d(anchor, negative) + margin), d the p-norm of a - b + eps
+// over the last dim ([N, D] or [D] each); `swap` uses min(d(a, n), d(p, n)).
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative, double margin = 1.0,
+                           double p = 2.0, double eps = 1e-6, bool swap = false,
+                           Reduction reduction = Reduction::Mean);
+// input [C] or [N, C]; target of its shape holds class indices, ended by the first -1. Per
+// sample: the sum of max(0, 1 - (x[y] - x[i])) over target classes y and other classes i, / C.
+Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+// log(1 + exp(-target * input)).
+Tensor soft_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+// input [C] or [N, C], class indices target [] or [N]. Per sample: the sum over i != y of
+// weight[y] * max(0, margin - x[y] + x[i])^p, / C; p is 1 or 2, weight [C] or none.
+Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p = 1, double margin = 1.0,
+                         const Tensor& weight = Tensor(), Reduction reduction = Reduction::Mean);
 Tensor cosine_similarity(const Tensor& a, const Tensor& b, int64_t dim = 1, double eps = 1e-8);
 
 // softmax(q k^T * scale + mask) v over the last two dims; `attn_mask` is bool

@@ -267,6 +267,20 @@ Tensor cumprod(const Tensor& t, int64_t dim, ScalarType dtype = ScalarType::Unde
 Tensor all(const Tensor& t, const Shape& dims = {}, bool keepdim = false);
 Tensor any(const Tensor& t, const Shape& dims = {}, bool keepdim = false);
 
+// ---- distances and vector products (floating; p >= 0, inf allowed) ----
+// The p-norm of a - b (broadcast): a 0-dim tensor. p may be negative, as torch.dist's.
+Tensor dist(const Tensor& a, const Tensor& b, double p = 2.0);
+// The p-norm distance of every row of x1 [*, P, M] to every row of x2 [*, R, M]: [*, P, R]
+// (batch dims broadcast).
+Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2.0);
+// The p-norm distance of every pair of rows i < j of x [N, M], in row-major order: [N (N - 1) / 2].
+Tensor pdist(const Tensor& x, double p = 2.0);
+// Each slice x.select(dim, i) whose p-norm (p > 0) exceeds maxnorm scaled to norm maxnorm.
+Tensor renorm(const Tensor& x, double p, int64_t dim, double maxnorm);
+// The cross product of 3-vectors along `dim` (size 3 in both; a and b broadcast, one
+// number of dims and one dtype), as torch.linalg.cross.
+Tensor cross(const Tensor& a, const Tensor& b, int64_t dim = -1);
+
 // ---- matmul family (out_dtype: float32 to keep low-precision products in f32) ----
 Tensor mm(const Tensor& a, const Tensor& b, ScalarType out_dtype = ScalarType::Undefined);
 Tensor bmm(const Tensor& a, const Tensor& b, ScalarType out_dtype = ScalarType::Undefined);

@@ -86,4 +86,22 @@ Tensor cumprod(const Tensor& t, int64_t dim, ScalarType dtype) { return scan(OpI
 Tensor all(const Tensor& t, const Shape& dims, bool keepdim) { return reduce(OpId::all, t, dims, keepdim); }
 Tensor any(const Tensor& t, const Shape& dims, bool keepdim) { return reduce(OpId::any, t, dims, keepdim); }
 
+namespace {
+Tensor distance(OpId id, std::initializer_list<Tensor> inputs, double p) {
+  OpCall c(id);
+  for (const Tensor& t : inputs) c.push(t);
+  c.attrs.get<attrs::Distance>().p = p;
+  return call_op(c);
+}
+}  // namespace
+Tensor dist(const Tensor& a, const Tensor& b, double p) { return distance(OpId::dist, {a, b}, p); }
+Tensor cdist(const Tensor& x1, const Tensor& x2, double p) { return distance(OpId::cdist, {x1, x2}, p); }
+Tensor pdist(const Tensor& x, double p) { return distance(OpId::pdist, {x}, p); }
+Tensor renorm(const Tensor& x, double p, int64_t dim, double maxnorm) {
+  OpCall c(OpId::renorm);
+  c.push(x);
+  c.attrs.get<attrs::Renorm>() = {p, dim, maxnorm};
+  return call_op(c);
+}
+
 }  // namespace mixt

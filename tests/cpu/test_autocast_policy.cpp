@@ -35,6 +35,11 @@ const std::map<std::string, Policy> kExpectedCuda = {
     {"nll_loss", Policy::Fp32}, {"kl_div", Policy::Fp32}, {"l1_loss", Policy::Fp32},
     {"smooth_l1_loss", Policy::Fp32}, {"huber_loss", Policy::Fp32}, {"mse_loss", Policy::Fp32},
     {"binary_cross_entropy_with_logits", Policy::Fp32}, {"logsumexp", Policy::Fp32},
+    {"poisson_nll_loss", Policy::Fp32}, {"cosine_embedding_loss", Policy::Fp32},
+    {"hinge_embedding_loss", Policy::Fp32}, {"margin_ranking_loss", Policy::Fp32},
+    {"triplet_margin_loss", Policy::Fp32}, {"multilabel_margin_loss", Policy::Fp32},
+    {"soft_margin_loss", Policy::Fp32}, {"multi_margin_loss", Policy::Fp32}, {"dist", Policy::Fp32},
+    {"pdist", Policy::Fp32}, {"cdist", Policy::Fp32}, {"renorm", Policy::Fp32},
     // Not on the list but float32 there: PyTorch's cross_entropy is log_softmax (fp32_set_opt_dtype) then
     // nll_loss (fp32). mixt lists that outcome, so a backend with a fused kernel gives it too.
     {"cross_entropy", Policy::Fp32},
@@ -42,7 +47,7 @@ const std::map<std::string, Policy> kExpectedCuda = {
     {"cumprod", Policy::Fp32OptDtype}, {"cumsum", Policy::Fp32OptDtype}, {"sum", Policy::Fp32OptDtype},
     {"norm", Policy::Fp32OptDtype},
     {"addcdiv", Policy::Promote}, {"addcmul", Policy::Promote}, {"atan2", Policy::Promote}, {"dot", Policy::Promote},
-    {"scatter_add", Policy::Promote},
+    {"scatter_add", Policy::Promote}, {"cross", Policy::Promote},
     {"binary_cross_entropy", Policy::Banned},
 };
 const std::map<std::string, Policy> kExpectedCpu = {
@@ -52,7 +57,11 @@ const std::map<std::string, Policy> kExpectedCpu = {
     {"binary_cross_entropy", Policy::Fp32}, {"prod", Policy::Fp32}, {"mse_loss", Policy::Fp32},
     {"nll_loss", Policy::Fp32}, {"smooth_l1_loss", Policy::Fp32}, {"cross_entropy", Policy::Fp32},
     {"l1_loss", Policy::Fp32}, {"huber_loss", Policy::Fp32}, {"kl_div", Policy::Fp32},
-    {"binary_cross_entropy_with_logits", Policy::Fp32},
+    {"binary_cross_entropy_with_logits", Policy::Fp32}, {"cdist", Policy::Fp32},
+    {"poisson_nll_loss", Policy::Fp32}, {"cosine_embedding_loss", Policy::Fp32},
+    {"hinge_embedding_loss", Policy::Fp32}, {"margin_ranking_loss", Policy::Fp32},
+    {"triplet_margin_loss", Policy::Fp32}, {"multilabel_margin_loss", Policy::Fp32},
+    {"soft_margin_loss", Policy::Fp32}, {"multi_margin_loss", Policy::Fp32},
     {"stack", Policy::Promote}, {"cat", Policy::Promote},
 };
 

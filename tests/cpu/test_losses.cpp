@@ -366,3 +366,58 @@ TEST_CASE("every loss's gradient matches finite differences in float64", "[losse
     check_grad_of([&](const Tensor& t) { return nnf::kl_div(logits, t, r, true); }, logits);
   }
 }
+
+TEST_CASE("the margin and Poisson losses give PyTorch's documented values", "[losses][margin]") {
+  const Tensor scores = make({0.1, 0.2, 0.4, 0.8}, kFloat64, {1, 4});
+  // torch.nn.MultiLabelMarginLoss's example: targets 3 and 0 (the -1 ends the list).
+  CHECK(nnf::multilabel_margin_loss(scores, make({3, 0, -1, 1}, kInt64, {1, 4})).item<double>() == Approx(0.85));
+  // torch.nn.MultiMarginLoss's example: ((1 - 0.7) + (1 - 0.6) + (1 - 0.4)) / 4.
+  CHECK(nnf::multi_margin_loss(scores, make({3}, kInt64, {1})).item<double>() == Approx(0.325));
+  CHECK(nnf::multi_margin_loss(scores, make({3}, kInt64, {1}), 2).item<double>() == Approx((0.09 + 0.16 + 0.36) / 4));
+  CHECK(nnf::poisson_nll_loss(make({0.0}, kFloat64, {1}), make({1.0}, kFloat64, {1})).item<double>() == Approx(1.0));
+  CHECK(nnf::soft_margin_loss(make({0.0}, kFloat64, {1}), make({1.0}, kFloat64, {1})).item<double>() ==
+        Approx(std::log(2.0)));
+  const Tensor hinge = nnf::hinge_embedding_loss(make({0.3, 0.2}, kFloat64, {2}), make({1, -1}, kInt64, {2}), 1.0,
+                                                 Reduction::None);
+  CHECK(vals(hinge) == Vec{0.3, 0.8});
+  CHECK(nnf::margin_ranking_loss(make({1.0}, kFloat64, {1}), make({2.0}, kFloat64, {1}), make({1.0}, kFloat64, {1}))
+            .item<double>() == Approx(1.0));
+  // Equal rows: 1 - cos = 0 for target 1; max(0, cos - 0.5) = 0.5 for target -1.
+  const Tensor rows = make({1, 2, 3, -1, 0, 2}, kFloat64, {2, 3});
+  const Tensor cos = nnf::cosine_embedding_loss(rows, rows, make({1, -1}, kInt64, {2}), 0.5, Reduction::None);
+  CHECK(vals(cos)[0] == Approx(0.0).margin(1e-12));
+  CHECK(vals(cos)[1] == Approx(0.5));
+  // d(a, p) = 1, d(a, n) = 3 (eps 0): max(0, 1 - 3 + 2.5); with swap, d(p, n) = 2 is used.
+  const Tensor a = make({0, 0}, kFloat64, {1, 2}), p = make({1, 0}, kFloat64, {1, 2}), n = make({3, 0}, kFloat64, {1, 2});
+  CHECK(nnf::triplet_margin_loss(a, p, n, 2.5, 2.0, 0.0).item<double>() == Approx(0.5));
+  CHECK(nnf::triplet_margin_loss(a, p, n, 2.5, 2.0, 0.0, true).item<double>() == Approx(1.5));
+}
+
+TEST_CASE("the margin and Poisson losses refuse what PyTorch refuses, naming the op and shapes", "[losses][errors]") {
+  const Tensor x = ones({2, 4});
+  const Tensor labels = make({0, 1}, kInt64, {2});
+  CHECK_THAT(error_of([&] { nnf::multilabel_margin_loss(x, labels); }),
+             Contains("multilabel_margin_loss") && Contains("[2, 4]") && Contains("[2]"));
+  CHECK_THAT(error_of([&] { nnf::multilabel_margin_loss(x, make({0, 4, -1, 0, 1, 2, 3, -1}, kInt64, {2, 4})); }),
+             Contains("out of bounds"));
+  CHECK_THAT(error_of([&] { nnf::multilabel_margin_loss(x, ones({2, 4})); }), Contains("integer"));
+  CHECK_THAT(error_of([&] { nnf::multi_margin_loss(x, labels, 3); }), Contains("p == 1 and p == 2"));
+  CHECK_THAT(error_of([&] { nnf::multi_margin_loss(x, make({0, 1, 2}, kInt64, {3})); }),
+             Contains("multi_margin_loss") && Contains("[3]"));
+  CHECK_THAT(error_of([&] { nnf::multi_margin_loss(x, make({0, 4}, kInt64, {2})); }), Contains("out of bounds"));
+  CHECK_THAT(error_of([&] { nnf::multi_margin_loss(x, labels, 1, 1.0, ones({3})); }),
+             Contains("weight") && Contains("[3]"));
+  CHECK_THAT(error_of([&] { nnf::multi_margin_loss(ones({2, 2, 2}), labels); }), Contains("[2, 2, 2]"));
+  CHECK_THAT(error_of([&] { nnf::cosine_embedding_loss(x, x, ones({2, 1})); }),
+             Contains("cosine_embedding_loss") && Contains("[2, 1]"));
+  CHECK_THAT(error_of([&] { nnf::cosine_embedding_loss(ones({4}), ones({4}), ones({2})); }), Contains("[4]"));
+  CHECK_THAT(error_of([&] { nnf::margin_ranking_loss(x, x, ones({2})); }),
+             Contains("margin_ranking_loss") && Contains("[2]"));
+  CHECK_THAT(error_of([&] { nnf::triplet_margin_loss(x, x, ones({4})); }),
+             Contains("triplet_margin_loss") && Contains("[4]"));
+  CHECK_THAT(error_of([&] { nnf::triplet_margin_loss(x, x, x, 1.0, -1.0); }), Contains("non-negative"));
+  CHECK_THAT(error_of([&] { nnf::hinge_embedding_loss(ones({2}, {.dtype = kInt64}), ones({2})); }),
+             Contains("hinge_embedding_loss") && Contains("floating"));
+  CHECK_THAT(error_of([&] { nnf::poisson_nll_loss(x, ones({3})); }), Contains("poisson_nll_loss") && Contains("[3]"));
+  CHECK_THAT(error_of([&] { nnf::soft_margin_loss(x, x, static_cast<Reduction>(7)); }), Contains("reduction"));
+}

@@ -12,6 +12,7 @@
 #include <mixt/mixt.h>
 
 #include "reference.h"
+#include "test_util.h"
 #include "ulps.h"
 
 using namespace mixt;
@@ -641,4 +642,50 @@ TEST_CASE("big reductions use the parallel paths", "[reduce][big]") {
     }
     check_values(cumsum(t, 1), row, 0, 0);
   }
+}
+
+TEST_CASE("dist, cdist, pdist, renorm and cross give the textbook values", "[reduce][distance]") {
+  using testing::make;
+  auto values = [](const Tensor& t) { return t.to(kFloat64).to_vector<double>(); };
+  const Tensor origin = make({0, 0}, kFloat32, {2}), far = make({3, 4}, kFloat32, {2});
+  CHECK(dist(origin, far).item<double>() == Approx(5.0));
+  CHECK(dist(origin, far, 1.0).item<double>() == Approx(7.0));
+  CHECK(dist(origin, far, kInf).item<double>() == Approx(4.0));
+  const Tensor pts = make({0, 0, 3, 4, 6, 8}, kFloat64, {3, 2});
+  CHECK(values(pdist(pts)) == std::vector<double>{5, 10, 5});
+  CHECK(pdist(make({1, 2}, kFloat64, {1, 2})).sizes() == Shape{0});
+  const Tensor d = cdist(pts, make({0, 0}, kFloat64, {1, 2}));
+  CHECK(d.sizes() == Shape{3, 1});
+  CHECK(values(d) == std::vector<double>{0, 5, 10});
+  CHECK(cdist(ones({2, 1, 3, 4}), ones({5, 2, 4})).sizes() == Shape{2, 5, 3, 2});  // batch dims broadcast
+  // Row 0 has norm 5 > 1: scaled by 1 / (5 + 1e-7); row 1 (norm 0.5) is kept.
+  const std::vector<double> r = values(renorm(make({3, 4, 0.3, 0.4}, kFloat64, {2, 2}), 2.0, 0, 1.0));
+  CHECK(r[0] == Approx(3 / (5 + 1e-7)).epsilon(1e-15));
+  CHECK(r[2] == 0.3);
+  CHECK(values(cross(make({1, 0, 0}, kInt64, {3}), make({0, 1, 0}, kInt64, {3}))) == std::vector<double>{0, 0, 1});
+  // [2, 3] x [1, 3]: the rows broadcast; dim -1 holds the vectors.
+  const Tensor rows = make({1, 0, 0, 0, 1, 0}, kFloat32, {2, 3}), z = make({0, 0, 1}, kFloat32, {1, 3});
+  CHECK(values(cross(rows, z)) == std::vector<double>{0, -1, 0, 1, 0, 0});
+  CHECK(values(cross(rows.t(), z.t(), 0)) == std::vector<double>{0, 1, -1, 0, 0, 0});
+}
+
+TEST_CASE("dist, cdist, pdist, renorm and cross refuse bad input, naming the op and shapes", "[reduce][distance]") {
+  using testing::error_of;
+  using Catch::Contains;
+  CHECK_THAT(error_of([] { (void)cdist(ones({3}), ones({2, 3})); }), Contains("cdist") && Contains("[3]"));
+  CHECK_THAT(error_of([] { (void)cdist(ones({2, 3}), ones({2, 4})); }), Contains("cdist") && Contains("[2, 4]"));
+  CHECK_THAT(error_of([] { (void)cdist(ones({2, 2, 3}), ones({3, 2, 3})); }), Contains("cdist") && Contains("[3]"));
+  CHECK_THAT(error_of([] { (void)cdist(ones({2, 3}), ones({2, 3}), -1.0); }), Contains("non-negative"));
+  CHECK_THAT(error_of([] { (void)pdist(ones({2, 2, 3})); }), Contains("pdist") && Contains("[2, 2, 3]"));
+  CHECK_THAT(error_of([] { (void)pdist(ones({2, 3}), -0.5); }), Contains("pdist") && Contains("non-negative"));
+  CHECK_THAT(error_of([] { (void)dist(ones({2}, {.dtype = kInt64}), ones({2})); }), Contains("dist") && Contains("floating"));
+  CHECK_THAT(error_of([] { (void)dist(ones({2}), ones({3})); }), Contains("dist") && Contains("[3]"));
+  CHECK_THAT(error_of([] { (void)renorm(ones({2, 3}), 0.0, 0, 1.0); }), Contains("renorm") && Contains("positive"));
+  CHECK_THAT(error_of([] { (void)renorm(ones({2, 3}), 2.0, 0, -1.0); }), Contains("maxnorm"));
+  CHECK_THAT(error_of([] { (void)renorm(ones({3}), 2.0, 0, 1.0); }), Contains("renorm") && Contains("[3]"));
+  CHECK_THAT(error_of([] { (void)renorm(ones({2, 3}), 2.0, 2, 1.0); }), Contains("out of range"));
+  CHECK_THAT(error_of([] { (void)cross(ones({2, 3}), ones({2, 2})); }), Contains("cross") && Contains("[2, 2]"));
+  CHECK_THAT(error_of([] { (void)cross(ones({2, 3}), ones({3})); }), Contains("cross") && Contains("[3]"));
+  CHECK_THAT(error_of([] { (void)cross(ones({3}), ones({3}, {.dtype = kFloat64})); }), Contains("dtype"));
+  CHECK_THAT(error_of([] { (void)cross(ones({3}, {.dtype = kBool}), ones({3}, {.dtype = kBool})); }), Contains("bool"));
 }

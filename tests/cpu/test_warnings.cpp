@@ -79,6 +79,30 @@ TEST_CASE("every pairwise loss warns on differing shapes, on every device and dt
   }
 }
 
+TEST_CASE("the margin and Poisson losses warn on operands that broadcast, as PyTorch does") {
+  for (Device dev : {Device::cpu(), Device::meta()}) {
+    const TensorOptions o{.device = dev};
+    const Tensor col = ones({4, 1}, o), row = ones({4}, o), rows = ones({4, 3}, o);
+    Recorder r;
+    (void)F::poisson_nll_loss(col, row);
+    (void)F::soft_margin_loss(col, row);
+    (void)F::hinge_embedding_loss(col, row);
+    (void)F::margin_ranking_loss(col, row.reshape({1, 4}), ones({4, 4}, o));
+    (void)F::triplet_margin_loss(rows, ones({1, 3}, o), rows);
+    (void)F::cosine_embedding_loss(rows, ones({1, 3}, o), ones({4}, o));
+    std::vector<std::string> ops;
+    for (const Warning& w : r.seen) ops.push_back(w.op);
+    CHECK(ops == std::vector<std::string>{"poisson_nll_loss", "soft_margin_loss", "hinge_embedding_loss",
+                                          "margin_ranking_loss", "triplet_margin_loss", "cosine_embedding_loss"});
+    REQUIRE(r.seen.size() == 6);
+    CHECK_THAT(r.seen[4].message, Contains("positive") && Contains("[1, 3]") && Contains("[4, 3]"));
+    // Same shapes: no warning.
+    (void)F::margin_ranking_loss(row, row, row);
+    (void)F::cosine_embedding_loss(rows, rows, ones({4}, o));
+    CHECK(r.seen.size() == 6);
+  }
+}
+
 TEST_CASE("the binary cross-entropy losses refuse differing shapes instead") {
   Recorder r;
   const Tensor p = full({4, 1}, 0.5), y = ones({4});

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "op_case_builder.h"
+#include "reference_margin.h"
 #include "reference_nn.h"
 
 namespace mixt::testing {
@@ -479,6 +480,133 @@ void add_conv_cases(Builder& b) {
       }, overlap);
 }
 
+// The margin, embedding and Poisson losses (kernels/composite/losses.cpp). Per-element terms take a few
+// float32 (float64) roundings at their size; sums and means accumulate in double and round once.
+void add_margin_loss_cases(Builder& b) {
+  // exp(x) - t x: exp (one ulp) and two roundings at <= 16.
+  b.add("poisson_nll_loss", OpId::poisson_nll_loss, F, kNoCuda, inputs({{{3, 4}, -2, 2}, {{3, 4}, 0, 4}}),
+        run([](const Ins& in) { return nnf::poisson_nll_loss(in[0], in[1], true, false, 1e-8, Reduction::None); }))
+      .with([](const Refs& in, ScalarType) { return ref::poisson_nll_loss(in[0], in[1], true, false, 1e-8, Reduce::None); },
+            {0.5, 3, 16});
+  // x - t log(x + eps) and Stirling's term where t > 1: about 8 roundings at <= 16 in each of 12 terms.
+  b.add("poisson_nll_loss/full_sum", OpId::poisson_nll_loss, F, kNoCuda, inputs({{{3, 4}, 0.5, 3}, {{3, 4}, 0, 4}}),
+        run([](const Ins& in) { return nnf::poisson_nll_loss(in[0], in[1], false, true, 1e-8, Reduction::Sum); }))
+      .with([](const Refs& in, ScalarType) { return ref::poisson_nll_loss(in[0], in[1], false, true, 1e-8, Reduce::Sum); },
+            {0.5, 8, 192});
+  // Products of |x| <= 2 summed over 5 columns, the norms' product (<= 400), its root, the quotient: cos off by
+  // about a dozen roundings of its size 1, then 1 - cos or cos - margin.
+  const Tensor pm = index_tensor({1, -1, 1, -1}, {4});
+  b.add("cosine_embedding_loss", OpId::cosine_embedding_loss, F, kNoCuda, inputs({{{4, 5}, -2, 2}, {{4, 5}, -2, 2}}, {pm}),
+        run([](const Ins& in) { return nnf::cosine_embedding_loss(in[0], in[1], in[2], -0.2); }))
+      .with([](const Refs& in, ScalarType) { return ref::cosine_embedding_loss(in[0], in[1], in[2], -0.2, Reduce::Mean); },
+            {0.5, 16, 2});
+  b.add("cosine_embedding_loss/single", OpId::cosine_embedding_loss, F, kNoCuda,
+        inputs({{{5}, -2, 2}, {{5}, -2, 2}}, {index_tensor({1}, {1}).view(Shape{})}),
+        run([](const Ins& in) { return nnf::cosine_embedding_loss(in[0], in[1], in[2], 0.0, Reduction::None); }))
+      .with([](const Refs& in, ScalarType) { return ref::cosine_embedding_loss(in[0], in[1], in[2], 0.0, Reduce::None); },
+            {0.5, 16, 2});
+  // margin - x and a sum: two roundings at <= 5 in each of 12 terms (a target 0 keeps both terms).
+  b.add("hinge_embedding_loss", OpId::hinge_embedding_loss, F, kNoCuda,
+        inputs({{{3, 4}, -2, 2}}, {index_tensor({1, -1, -1, 1, 0, 1, -1, -1, 1, 1, -1, 1}, {3, 4})}),
+        run([](const Ins& in) { return nnf::hinge_embedding_loss(in[0], in[1], 1.5, Reduction::Sum); }))
+      .with([](const Refs& in, ScalarType) { return ref::hinge_embedding_loss(in[0], in[1], 1.5, Reduce::Sum); },
+            {0.5, 2, 60});
+  // x1 - x2, times -t, plus margin: three roundings at <= 5, a mean of 12.
+  b.add("margin_ranking_loss", OpId::margin_ranking_loss, F, kNoCuda,
+        inputs({{{3, 4}, -2, 2}, {{3, 4}, -2, 2}, {{3, 4}, -1, 1}}),
+        run([](const Ins& in) { return nnf::margin_ranking_loss(in[0], in[1], in[2], 0.3); }))
+      .with([](const Refs& in, ScalarType) { return ref::margin_ranking_loss(in[0], in[1], in[2], 0.3, Reduce::Mean); },
+            {0.5, 4, 5});
+  // a - b + eps (two roundings at <= 3 in each of 5 coordinates), the norm (one rounding at <= 7), the
+  // difference of two distances and the margin.
+  const Tolerance triplet{0.5, 24, 8};
+  b.add("triplet_margin_loss", OpId::triplet_margin_loss, F, kNoCuda,
+        inputs({{{3, 5}, -1.5, 1.5}, {{3, 5}, -1.5, 1.5}, {{3, 5}, -1.5, 1.5}}),
+        run([](const Ins& in) { return nnf::triplet_margin_loss(in[0], in[1], in[2], 1.0); }))
+      .with([](const Refs& in, ScalarType) {
+        return ref::triplet_margin_loss(in[0], in[1], in[2], 1.0, 2.0, 1e-6, false, Reduce::Mean);
+      }, triplet);
+  b.add("triplet_margin_loss/swap_p1", OpId::triplet_margin_loss, F, kNoCuda,
+        inputs({{{3, 5}, -1.5, 1.5}, {{3, 5}, -1.5, 1.5}, {{3, 5}, -1.5, 1.5}}), run([](const Ins& in) {
+          return nnf::triplet_margin_loss(in[0], in[1], in[2], 2.0, 1.0, 1e-6, true, Reduction::None);
+        }))
+      .with([](const Refs& in, ScalarType) {
+        return ref::triplet_margin_loss(in[0], in[1], in[2], 2.0, 1.0, 1e-6, true, Reduce::None);
+      }, triplet);
+  // Per sample up to 8 hinges 1 - x[y] + x[i] (two roundings at <= 4), summed, / C. Row 2 repeats a class, row 3
+  // lists every class (no hinge is left).
+  const Tensor labels = index_tensor({3, 0, -1, 1, 2, 2, -1, 0, 0, 1, 2, 3}, {3, 4});
+  b.add("multilabel_margin_loss", OpId::multilabel_margin_loss, F, kNoCuda, inputs({{{3, 4}, -1.5, 1.5}}, {labels}),
+        run([](const Ins& in) { return nnf::multilabel_margin_loss(in[0], in[1], Reduction::None); }))
+      .with([](const Refs& in, ScalarType) { return ref::multilabel_margin_loss(in[0], in[1], Reduce::None); },
+            {0.5, 6, 8});
+  b.add("multilabel_margin_loss/single", OpId::multilabel_margin_loss, F, kNoCuda,
+        inputs({{{4}, -1.5, 1.5}}, {index_tensor({2, -1, 0, 0}, {4})}),
+        run([](const Ins& in) { return nnf::multilabel_margin_loss(in[0], in[1]); }))
+      .with([](const Refs& in, ScalarType) { return ref::multilabel_margin_loss(in[0], in[1], Reduce::Mean); },
+            {0.5, 6, 8});
+  // t x (one rounding at <= 3), softplus (a few ulps at <= 3.1), a mean of 12.
+  b.add("soft_margin_loss", OpId::soft_margin_loss, F, kNoCuda, inputs({{{3, 4}, -3, 3}, {{3, 4}, -1, 1}}),
+        run([](const Ins& in) { return nnf::soft_margin_loss(in[0], in[1]); }))
+      .with([](const Refs& in, ScalarType) { return ref::soft_margin_loss(in[0], in[1], Reduce::Mean); }, {0.5, 4, 4});
+  // x[i] - x[y] + margin (two roundings at <= 4), / C, a mean of 4.
+  const Tensor classes = index_tensor({0, 3, 4, 1}, {4});
+  b.add("multi_margin_loss", OpId::multi_margin_loss, F, kNoCuda, inputs({{{4, 5}, -1.5, 1.5}}, {classes}),
+        run([](const Ins& in) { return nnf::multi_margin_loss(in[0], in[1]); }))
+      .with([](const Refs& in, ScalarType) { return ref::multi_margin_loss(in[0], in[1], 1, 1.0, {}, Reduce::Mean); },
+            {0.5, 4, 4});
+  // Squared hinges (<= 14) times weights (<= 2): four roundings at <= 28 in each of 16 terms, / 5, summed.
+  b.add("multi_margin_loss/p2_weight_sum", OpId::multi_margin_loss, F, kNoCuda,
+        inputs({{{4, 5}, -1.5, 1.5}, {{5}, 0.5, 2}}, {classes}),
+        run([](const Ins& in) { return nnf::multi_margin_loss(in[0], in[2], 2, 0.7, in[1], Reduction::Sum); }))
+      .with([](const Refs& in, ScalarType) { return ref::multi_margin_loss(in[0], in[2], 2, 0.7, in[1].v, Reduce::Sum); },
+            {0.5, 6, 100});
+}
+
+// The distances and the cross product (runtime/ops/ops.h; kernels/composite/distance.cpp): each difference is
+// rounded once at its size, the norm accumulates in double and rounds once.
+void add_distance_cases(Builder& b) {
+  // 12 differences off by half an ulp at <= 4: the 2-norm moves by at most their norm.
+  b.binary("dist", OpId::dist, F, kNoCuda, -2, 2, -2, 2, [](const Tensor& x, const Tensor& y) { return dist(x, y); })
+      .with([](const Refs& in, ScalarType) { return ref::dist(in[0], in[1], 2.0); }, {0.5, 4, 8});
+  b.binary("dist/inf", OpId::dist, F, kNoCuda, -2, 2, -2, 2,
+           [](const Tensor& x, const Tensor& y) { return dist(x, y, INFINITY); })
+      .with([](const Refs& in, ScalarType) { return ref::dist(in[0], in[1], INFINITY); }, {0.5, 1, 4});
+  b.add("cdist", OpId::cdist, F, kNoCuda, inputs({{{2, 3, 4}, -2, 2}, {{1, 5, 4}, -2, 2}}),
+        run([](const Ins& in) { return cdist(in[0], in[1]); }))
+      .with([](const Refs& in, ScalarType) { return ref::cdist(in[0], in[1], 2.0); }, {0.5, 4, 8});
+  b.add("cdist/p1", OpId::cdist, F, kNoCuda, inputs({{{3, 4}, -2, 2}, {{2, 4}, -2, 2}}),
+        run([](const Ins& in) { return cdist(in[0], in[1], 1.0); }))
+      .with([](const Refs& in, ScalarType) { return ref::cdist(in[0], in[1], 1.0); }, {0.5, 4, 16});
+  b.add("pdist", OpId::pdist, F, kNoCuda, inputs({{{4, 3}, -2, 2}}), run([](const Ins& in) { return pdist(in[0]); }))
+      .with([](const Refs& in, ScalarType) { return ref::pdist(in[0], 2.0); }, {0.5, 4, 8});
+  b.add("pdist/p1.5", OpId::pdist, F, kNoCuda, inputs({{{4, 3}, -2, 2}}),
+        run([](const Ins& in) { return pdist(in[0], 1.5); }))
+      .with([](const Refs& in, ScalarType) { return ref::pdist(in[0], 1.5); }, {0.5, 6, 12});
+  // The norm, + 1e-7, the quotient and the product: four roundings relative to the result.
+  b.add("renorm", OpId::renorm, F, kNoCuda, inputs({{{3, 4}, -2, 2}}),
+        run([](const Ins& in) { return renorm(in[0], 2.0, 0, 2.0); }))
+      .with([](const Refs& in, ScalarType) { return ref::renorm(in[0], 2.0, 0, 2.0); }, {0.5, 4});
+  b.add("renorm/p1_dim1", OpId::renorm, F, kNoCuda, inputs({{{2, 3, 2}, -2, 2}}),
+        run([](const Ins& in) { return renorm(in[0], 1.0, -2, 4.0); }))
+      .with([](const Refs& in, ScalarType) { return ref::renorm(in[0], 1.0, -2, 4.0); }, {0.5, 4});
+  // Two products (<= 9) and their difference: integers exact (wrapping as the dtype does).
+  auto cross_ref = [](int64_t dim) {
+    return [dim](const Refs& in, ScalarType dt) {
+      ref::Ref r = ref::cross(in[0], in[1], dim);
+      if (!is_floating(dt))
+        for (double& v : r.v) v = stored(dt, v);
+      return r;
+    };
+  };
+  b.add("cross", OpId::cross, N, kNoCuda, inputs({{{2, 3}, -3, 3}, {{2, 3}, -3, 3}}),
+        run([](const Ins& in) { return cross(in[0], in[1]); }))
+      .with(cross_ref(-1), {0.5, 3, 18});
+  b.add("cross/broadcast_dim0", OpId::cross, N, kNoCuda, inputs({{{3, 4}, -3, 3}, {{3, 1}, -3, 3}}),
+        run([](const Ins& in) { return cross(in[0], in[1], 0); }))
+      .with(cross_ref(0), {0.5, 3, 18});
+}
+
 }  // namespace
 
 void add_nn_cases(Builder& b) {
@@ -491,6 +619,8 @@ void add_nn_cases(Builder& b) {
   add_pair_loss_cases(b);
   add_attention_cases(b);
   add_conv_cases(b);
+  add_margin_loss_cases(b);
+  add_distance_cases(b);
 }
 
 }  // namespace mixt::testing
