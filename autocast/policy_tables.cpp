@@ -24,11 +24,13 @@ constexpr Entry kCuda[] = {
     {OpId::matmul, Policy::Lower}, {OpId::mm, Policy::Lower}, {OpId::mv, Policy::Lower},
     {OpId::linear, Policy::Lower}, {OpId::baddbmm, Policy::Lower}, {OpId::bmm, Policy::Lower},
     {OpId::scaled_dot_product_attention, Policy::Lower},
+    {OpId::prelu, Policy::Lower},
     // fp32
     {OpId::erfinv, Policy::Fp32}, {OpId::exp, Policy::Fp32}, {OpId::expm1, Policy::Fp32},
     {OpId::log, Policy::Fp32}, {OpId::log10, Policy::Fp32}, {OpId::log2, Policy::Fp32},
     {OpId::log1p, Policy::Fp32}, {OpId::reciprocal, Policy::Fp32}, {OpId::rsqrt, Policy::Fp32},
     {OpId::tan, Policy::Fp32}, {OpId::pow, Policy::Fp32}, {OpId::softplus, Policy::Fp32},
+    {OpId::acos, Policy::Fp32}, {OpId::asin, Policy::Fp32}, {OpId::cosh, Policy::Fp32}, {OpId::sinh, Policy::Fp32},
     {OpId::layer_norm, Policy::Fp32}, {OpId::group_norm, Policy::Fp32},
     {OpId::cosine_similarity, Policy::Fp32}, {OpId::nll_loss, Policy::Fp32}, {OpId::kl_div, Policy::Fp32},
     {OpId::l1_loss, Policy::Fp32}, {OpId::smooth_l1_loss, Policy::Fp32}, {OpId::huber_loss, Policy::Fp32},
@@ -61,6 +63,7 @@ constexpr Entry kCpu[] = {
     {OpId::mm, Policy::Lower}, {OpId::baddbmm, Policy::Lower}, {OpId::addmm, Policy::Lower},
     {OpId::linear, Policy::Lower}, {OpId::matmul, Policy::Lower},
     {OpId::scaled_dot_product_attention, Policy::Lower},
+    {OpId::prelu, Policy::Lower},
     // fp32
     {OpId::binary_cross_entropy, Policy::Fp32}, {OpId::prod, Policy::Fp32}, {OpId::mse_loss, Policy::Fp32},
     {OpId::nll_loss, Policy::Fp32}, {OpId::smooth_l1_loss, Policy::Fp32}, {OpId::cross_entropy, Policy::Fp32},

@@ -49,6 +49,8 @@ inline void check_elementwise_call(const OpCall& c) {
     const auto& a = c.attrs.get<attrs::Clamp>();
     MIXT_CHECK_OP(a.min.has_value() || a.max.has_value(), c, "at least one of min and max must be given");
     MIXT_CHECK_OP(c.in[0].dtype() != kBool, c, "clamp is not supported for bool tensors");
+  } else if (is_op(c, OpId::hardtanh, OpId::hardtanh_)) {
+    check_hardtanh_bounds(c);
   } else if (is_op(c, OpId::sub, OpId::sub_)) {
     MIXT_CHECK_OP(c.in[0].dtype() != kBool && c.in[1].dtype() != kBool, c,
                   "subtraction with a bool tensor is not supported: use logical_xor() or logical_not() instead");
@@ -120,6 +122,22 @@ inline OpParams elementwise_params(const OpCall& c, ScalarType compute) {
     const auto& a = c.attrs.get<attrs::Clamp>();
     p.s[0] = scalar_arg(a.min);
     p.s[1] = scalar_arg(a.max);
+  } else if (is_op(c, OpId::hardtanh, OpId::hardtanh_)) {
+    // clamp's functor; integer tensors take the bounds truncated to integers, as PyTorch does.
+    const auto& a = c.attrs.get<attrs::Hardtanh>();
+    const bool integral = !is_floating(compute);
+    p.s[0] = scalar_arg(integral ? Scalar(static_cast<int64_t>(a.min_val)) : Scalar(a.min_val));
+    p.s[1] = scalar_arg(integral ? Scalar(static_cast<int64_t>(a.max_val)) : Scalar(a.max_val));
+  } else if (is_op(c, OpId::leaky_relu, OpId::leaky_relu_)) {
+    p.alpha = c.attrs.get<attrs::LeakyRelu>().negative_slope;
+  } else if (is_op(c, OpId::elu, OpId::elu_)) {
+    const auto& a = c.attrs.get<attrs::Elu>();
+    p.alpha = a.alpha;
+    p.elu_scale = a.scale;
+    p.input_scale = a.input_scale;
+  } else if (is_op(c, OpId::logit, OpId::logit_)) {
+    const std::optional<double> eps = c.attrs.get<attrs::Logit>().eps;
+    p.eps = eps && *eps >= 0.0 ? *eps : -1.0;
   }
   return p;
 }

@@ -63,6 +63,9 @@ struct OpParams {
   double threshold = 20.0;
   double scale = 1.0;   // round: 10^|decimals|
   int mode = 0;         // round: sign of decimals; gelu: 1 for tanh; div: Rounding
+  double alpha = 1.0;   // elu: alpha (its scale and input_scale below); leaky_relu: negative_slope
+  double elu_scale = 1.0, input_scale = 1.0;
+  double eps = -1.0;    // logit: clamp to [eps, 1 - eps] when >= 0
 };
 
 // Data checks the CPU does by scanning the second operand, and CUDA in its kernel
@@ -148,6 +151,45 @@ struct Round {
   static auto with(const OpParams& p, K&& k) {
     using M = opmath_t<T>;
     return k(f::Round<M>{static_cast<M>(p.scale), p.mode});
+  }
+};
+
+struct LeakyRelu {
+  static constexpr RhsCheck kCheck = RhsCheck::None;
+  template <class T, class K>
+  static auto with(const OpParams& p, K&& k) {
+    using M = opmath_t<T>;
+    return k(f::LeakyRelu<M>{static_cast<M>(p.alpha)});
+  }
+};
+
+struct Elu {
+  static constexpr RhsCheck kCheck = RhsCheck::None;
+  template <class T, class K>
+  static auto with(const OpParams& p, K&& k) {
+    using M = opmath_t<T>;
+    return k(f::Elu<M>{static_cast<M>(p.alpha * p.elu_scale), static_cast<M>(p.elu_scale), static_cast<M>(p.input_scale)});
+  }
+};
+
+// selu: elu with alpha and scale fixed (Klambauer et al.'s self-normalising constants).
+inline constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+inline constexpr double kSeluScale = 1.0507009873554804934193349852946;
+struct Selu {
+  static constexpr RhsCheck kCheck = RhsCheck::None;
+  template <class T, class K>
+  static auto with(const OpParams&, K&& k) {
+    using M = opmath_t<T>;
+    return k(f::Elu<M>{static_cast<M>(kSeluAlpha * kSeluScale), static_cast<M>(kSeluScale), M(1)});
+  }
+};
+
+struct Logit {
+  static constexpr RhsCheck kCheck = RhsCheck::None;
+  template <class T, class K>
+  static auto with(const OpParams& p, K&& k) {
+    using M = opmath_t<T>;
+    return k(f::Logit<M>{static_cast<M>(p.eps), static_cast<M>(1.0 - p.eps), p.eps >= 0.0});
   }
 };
 
@@ -246,6 +288,23 @@ struct WithValue {
   _(ceil,        1, ew::Plain<ew::f::Ceil>,       Promote,        kNumeric)  \
   _(round,       1, ew::Round,                    Promote,        kNumeric)  \
   _(clamp,       1, ew::Clamp,                    Promote,        kNumeric)  \
+  _(acos,        1, ew::Plain<ew::f::Acos>,       PromoteToFloat, kFloating) \
+  _(asin,        1, ew::Plain<ew::f::Asin>,       PromoteToFloat, kFloating) \
+  _(sinh,        1, ew::Plain<ew::f::Sinh>,       PromoteToFloat, kFloating) \
+  _(cosh,        1, ew::Plain<ew::f::Cosh>,       PromoteToFloat, kFloating) \
+  _(asinh,       1, ew::Plain<ew::f::Asinh>,      PromoteToFloat, kFloating) \
+  _(acosh,       1, ew::Plain<ew::f::Acosh>,      PromoteToFloat, kFloating) \
+  _(atanh,       1, ew::Plain<ew::f::Atanh>,      PromoteToFloat, kFloating) \
+  _(trunc,       1, ew::Plain<ew::f::Trunc>,      Promote,        kNumeric)  \
+  _(frac,        1, ew::Plain<ew::f::Frac>,       Promote,        kFloating) \
+  _(logit,       1, ew::Logit,                    PromoteToFloat, kFloating) \
+  _(hardtanh,    1, ew::Clamp,                    Promote,        kNumeric)  \
+  _(hardswish,   1, ew::Plain<ew::f::Hardswish>,  Promote,        kFloating) \
+  _(hardsigmoid, 1, ew::Plain<ew::f::Hardsigmoid>, Promote,       kFloating) \
+  _(leaky_relu,  1, ew::LeakyRelu,                Promote,        kFloating) \
+  _(elu,         1, ew::Elu,                      Promote,        kFloating) \
+  _(selu,        1, ew::Selu,                     Promote,        kFloating) \
+  _(mish,        1, ew::Plain<ew::f::Mish>,       Promote,        kFloating) \
   _(isfinite,    0, ew::Plain<ew::f::IsFinite>,   Predicate,      kAll)      \
   _(isnan,       0, ew::Plain<ew::f::IsNan>,      Predicate,      kAll)      \
   _(isinf,       0, ew::Plain<ew::f::IsInf>,      Predicate,      kAll)      \

@@ -22,7 +22,8 @@ namespace fn {
   MIXT_HD inline double name(double x) { return ::name(x); }
 MIXT_FN1(exp) MIXT_FN1(expm1) MIXT_FN1(log) MIXT_FN1(log1p) MIXT_FN1(log2) MIXT_FN1(log10) MIXT_FN1(sqrt)
 MIXT_FN1(sin) MIXT_FN1(cos) MIXT_FN1(tan) MIXT_FN1(tanh) MIXT_FN1(erf) MIXT_FN1(erfc) MIXT_FN1(floor)
-MIXT_FN1(ceil) MIXT_FN1(trunc) MIXT_FN1(nearbyint) MIXT_FN1(fabs)
+MIXT_FN1(ceil) MIXT_FN1(trunc) MIXT_FN1(nearbyint) MIXT_FN1(fabs) MIXT_FN1(acos) MIXT_FN1(asin) MIXT_FN1(sinh)
+MIXT_FN1(cosh) MIXT_FN1(asinh) MIXT_FN1(acosh) MIXT_FN1(atanh)
 #undef MIXT_FN1
 #define MIXT_FN2(name)                                                   \
   MIXT_HD inline float name(float x, float y) { return ::name##f(x, y); } \
@@ -175,6 +176,16 @@ MIXT_MATH_FUNCTOR(Tanh, fn::tanh(a))
 MIXT_MATH_FUNCTOR(Sigmoid, M(1) / (M(1) + fn::exp(-a)))
 MIXT_MATH_FUNCTOR(Silu, a / (M(1) + fn::exp(-a)))
 MIXT_MATH_FUNCTOR(Erf, fn::erf(a))
+MIXT_MATH_FUNCTOR(Acos, fn::acos(a))
+MIXT_MATH_FUNCTOR(Asin, fn::asin(a))
+MIXT_MATH_FUNCTOR(Sinh, fn::sinh(a))
+MIXT_MATH_FUNCTOR(Cosh, fn::cosh(a))
+MIXT_MATH_FUNCTOR(Asinh, fn::asinh(a))
+MIXT_MATH_FUNCTOR(Acosh, fn::acosh(a))
+MIXT_MATH_FUNCTOR(Atanh, fn::atanh(a))
+MIXT_MATH_FUNCTOR(Frac, a - fn::trunc(a))  // frac(+-inf) is NaN, as PyTorch's x - trunc(x)
+// x tanh(softplus(x)), softplus(x) = log1p(exp(x))
+MIXT_MATH_FUNCTOR(Mish, a * fn::tanh(fn::log1p(fn::exp(a))))
 MIXT_MATH_FUNCTOR(Erfinv, static_cast<M>(erfinv_double(static_cast<double>(a))))
 // 0.5 x (1 + erf(x / sqrt 2))
 MIXT_MATH_FUNCTOR(GeluErf, M(0.5) * a * (M(1) + fn::erf(a * M(0.70710678118654752))))
@@ -200,7 +211,50 @@ struct Softplus {
   MIXT_HD M operator()(M a) const { return a * beta > threshold ? a : fn::log1p(fn::exp(a * beta)) / beta; }
 };
 
-// floor, ceil: the identity on integers.
+// min(max(x + 3, 0), 6), NaN kept (relu6 of x + 3).
+template <class M>
+MIXT_HD inline M relu6_shifted(M a) {
+  M r = a + M(3);
+  r = r < M(0) ? M(0) : r;
+  return r > M(6) ? M(6) : r;
+}
+// relu6(x + 3) / 6 and x times it (PyTorch multiplies by x before dividing, which
+// overflows for |x| > max / 6; this gives x itself for every x >= 3).
+template <class M>
+struct Hardsigmoid {
+  MIXT_HD M operator()(M a) const { return relu6_shifted(a) / M(6); }
+};
+template <class M>
+struct Hardswish {
+  MIXT_HD M operator()(M a) const { return a * (relu6_shifted(a) / M(6)); }
+};
+
+// x where x > 0, else negative_slope x.
+template <class M>
+struct LeakyRelu {
+  M negative_slope;
+  MIXT_HD M operator()(M a) const { return a > M(0) ? a : a * negative_slope; }
+};
+
+// scale x where x > 0, else (alpha scale) expm1(input_scale x); selu is elu with fixed constants.
+template <class M>
+struct Elu {
+  M alpha_scale, scale, input_scale;
+  MIXT_HD M operator()(M a) const { return a > M(0) ? a * scale : fn::expm1(a * input_scale) * alpha_scale; }
+};
+
+// log(z / (1 - z)) with z = x, or x clamped to [lo, hi] = [eps, 1 - eps] when `clamped`.
+template <class M>
+struct Logit {
+  M lo, hi;
+  bool clamped;
+  MIXT_HD M operator()(M a) const {
+    if (clamped) a = a < lo ? lo : (a > hi ? hi : a);
+    return fn::log(a / (M(1) - a));
+  }
+};
+
+// floor, ceil, trunc: the identity on integers.
 template <class M>
 struct Floor {
   MIXT_HD M operator()(M a) const {
@@ -215,6 +269,16 @@ struct Ceil {
   MIXT_HD M operator()(M a) const {
     if constexpr (std::is_floating_point_v<M>)
       return fn::ceil(a);
+    else
+      return a;
+  }
+};
+
+template <class M>
+struct Trunc {
+  MIXT_HD M operator()(M a) const {
+    if constexpr (std::is_floating_point_v<M>)
+      return fn::trunc(a);
     else
       return a;
   }

@@ -56,6 +56,14 @@ void check_round_decimals(const OpCall& c, ScalarType dtype, int64_t decimals) {
   MIXT_CHECK_OP(decimals >= -308 && decimals <= 308, c, "decimals must be in [-308, 308], got {}", decimals);
 }
 
+void check_hardtanh_bounds(const OpCall& c) {
+  const auto& a = c.attrs.get<attrs::Hardtanh>();
+  const ScalarType dt = c.in[0].dtype();
+  MIXT_CHECK_OP(dt != kBool, c, "bool inputs are not supported");
+  MIXT_CHECK_OP(dt != kUInt8 || (static_cast<int64_t>(a.min_val) >= 0 && static_cast<int64_t>(a.max_val) >= 0), c,
+                "uint8 inputs take nonnegative limits only, got min_val={} max_val={}", a.min_val, a.max_val);
+}
+
 void check_unscale_gradient(const OpCall& c, size_t i, const Tensor& g) {
   MIXT_CHECK_OP(dtypes::contains(dtypes::kStandardFloat, g.dtype()), c,
                 "gradient {} is {}: unscaling takes float16, bfloat16, float32 and float64", i, g.dtype());

@@ -17,6 +17,8 @@ void check_random_fill(const OpCall& c, const Tensor& self);
 void check_random_range(const OpCall& c, int64_t low, int64_t high, ScalarType dtype);
 // round: integers round to 0 decimals only; decimals within [-308, 308].
 void check_round_decimals(const OpCall& c, ScalarType dtype, int64_t decimals);
+// hardtanh: not bool; uint8 only with nonnegative bounds (PyTorch's rule).
+void check_hardtanh_bounds(const OpCall& c);
 // amp_unscale_check_: gradient `i` is float16, bfloat16, float32 or float64.
 void check_unscale_gradient(const OpCall& c, size_t i, const Tensor& g);
 // Fused optimizer steps: parameter `i` is a contiguous float16/bfloat16/float32/float64

@@ -1,5 +1,6 @@
 // Composite ops: one kernel for every backend, written with other ops' front ends (mm, bmm, addmm, views).
 // matmul (numpy rules), linear, linear_backward, dot, mv and outer. attrs.dtype (out_dtype) is passed on to the GEMMs.
+// Also prelu (PyTorch composes it too: a reshaped weight and one elementwise select).
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/matmul_plan.h>
@@ -129,6 +130,29 @@ void outer_kernel(OpCall& c, DispatchKeySet) {
   c.out[0] = mm(a.to(dtype).unsqueeze(1), b.to(dtype).unsqueeze(0), c.attrs.dtype);
 }
 
+// max(0, x) + weight min(0, x): the weight (one element, or one per channel of dim 1; a
+// 1-D x has one channel) is reshaped to broadcast over x, as PyTorch's prelu does.
+void prelu_kernel(OpCall& c, DispatchKeySet) {
+  const Tensor& x = c.in[0];
+  const Tensor& w = c.in[1];
+  MIXT_CHECK_OP(is_floating(x.dtype()) && x.dtype() == w.dtype(), c,
+                "expected a floating input and a weight of its dtype, got {} and {}", x.dtype(), w.dtype());
+  MIXT_CHECK_OP(w.dim() <= 1, c, "expected a 0-D or 1-D weight, got {}", w.sizes());
+  if (w.numel() != 1) {
+    const int64_t channels = x.dim() > 1 ? x.size(1) : 1;
+    MIXT_CHECK_OP(x.dim() > 0 && w.numel() == channels, c,
+                  "a weight of {} elements needs an input with as many channels (dim 1), got input {}", w.numel(),
+                  x.sizes());
+  }
+  Tensor wb = w;
+  if (w.dim() != x.dim()) {
+    Shape s = Shape::filled(static_cast<int>(x.dim()), 1);
+    if (x.dim() > 1) s[1] = w.numel();
+    wb = reshape(w, s);
+  }
+  c.out[0] = where(gt(x, 0), x, mul(wb, x));
+}
+
 }  // namespace
 
 void register_composite_kernels() {
@@ -138,6 +162,7 @@ void register_composite_kernels() {
   register_composite(OpId::dot, dot_kernel);
   register_composite(OpId::mv, mv_kernel);
   register_composite(OpId::outer, outer_kernel);
+  register_composite(OpId::prelu, prelu_kernel);
 }
 
 }  // namespace mixt

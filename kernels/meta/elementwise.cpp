@@ -25,6 +25,11 @@ void planned(const OpCall& c, int n, ElementwiseOptions o, OutputMeta* out) {
 void unary_numeric(const OpCall& c, OutputMeta* out) { planned(c, 1, {P, kNumeric, false}, out); }
 void unary_any(const OpCall& c, OutputMeta* out) { planned(c, 1, {P, kAll, false}, out); }
 void unary_float(const OpCall& c, OutputMeta* out) { planned(c, 1, {F, kFloating, false}, out); }
+void unary_floating(const OpCall& c, OutputMeta* out) { planned(c, 1, {P, kFloating, false}, out); }
+void hardtanh(const OpCall& c, OutputMeta* out) {
+  check_hardtanh_bounds(c);
+  unary_numeric(c, out);
+}
 void round(const OpCall& c, OutputMeta* out) {
   check_round_decimals(c, c.in[0].dtype(), c.attrs.get<attrs::Round>().decimals);
   unary_numeric(c, out);

@@ -27,6 +27,8 @@ void copy(const OpCall&, OutputMeta*);      // copy_: the source broadcasts to t
 void unary_numeric(const OpCall&, OutputMeta*);  // the input's dtype; bool refused
 void unary_any(const OpCall&, OutputMeta*);      // the input's dtype, bool included
 void unary_float(const OpCall&, OutputMeta*);    // floating results (integers give float32)
+void unary_floating(const OpCall&, OutputMeta*); // the input's dtype, floating inputs only
+void hardtanh(const OpCall&, OutputMeta*);       // unary_numeric; uint8 only with nonnegative bounds
 void round(const OpCall&, OutputMeta*);          // unary_numeric; integers only to 0 decimals
 void predicate(const OpCall&, OutputMeta*);      // bool results (isnan, logical_not, ...)
 void clamp(const OpCall&, OutputMeta*);

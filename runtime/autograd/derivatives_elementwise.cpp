@@ -1,8 +1,10 @@
 // Backward formulas of the elementwise ops. In-place forms share the
 // out-of-place formula (the node saves a copy of self when the formula reads it).
 #include <cmath>
+#include <limits>
 #include <numbers>
 
+#include <mixt/kernels/common/elementwise_ops.h>
 #include <mixt/runtime/autograd/derivatives.h>
 
 namespace mixt::autograd {
@@ -79,6 +81,71 @@ Grads erf_bw(const BackwardContext& c, const Grads& g) {
 Grads erfinv_bw(const BackwardContext& c, const Grads& g) {
   const Tensor y = c.output(0);
   return {mul(G(g), mul(exp(mul(y, y)), std::sqrt(std::numbers::pi) / 2))};
+}
+// 1 / sqrt(1 - x^2)
+Tensor unit_circle_slope(const Tensor& x) { return rsqrt(sub(1, mul(x, x))); }
+Grads acos_bw(const BackwardContext& c, const Grads& g) { return {neg(mul(G(g), unit_circle_slope(c.input(0))))}; }
+Grads asin_bw(const BackwardContext& c, const Grads& g) { return {mul(G(g), unit_circle_slope(c.input(0)))}; }
+Grads sinh_bw(const BackwardContext& c, const Grads& g) { return {mul(G(g), cosh(c.input(0)))}; }
+Grads cosh_bw(const BackwardContext& c, const Grads& g) { return {mul(G(g), sinh(c.input(0)))}; }
+Grads asinh_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor x = c.input(0);
+  return {mul(G(g), rsqrt(add(mul(x, x), 1)))};
+}
+Grads acosh_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor x = c.input(0);
+  return {mul(G(g), rsqrt(sub(mul(x, x), 1)))};
+}
+Grads atanh_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor x = c.input(0);
+  return {div(G(g), sub(1, mul(x, x)))};
+}
+Grads identity_bw(const BackwardContext&, const Grads& g) { return {G(g)}; }
+// 1 / (x (1 - x)); with eps, 0 where the input was clamped; without, NaN outside [0, 1] (PyTorch's rules).
+Grads logit_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor x = c.input(0);
+  const Tensor d = div(G(g), mul(x, sub(1, x)));
+  const std::optional<double> eps = c.attrs().get<attrs::Logit>().eps;
+  if (eps && *eps >= 0) return {where(logical_or(lt(x, *eps), gt(x, 1 - *eps)), Scalar(0.0), d)};
+  return {where(logical_or(lt(x, 0), gt(x, 1)), Scalar(std::numeric_limits<double>::quiet_NaN()), d)};
+}
+// 1 strictly inside (min_val, max_val), 0 at and beyond the bounds (PyTorch's hardtanh_backward).
+Grads hardtanh_bw(const BackwardContext& c, const Grads& g) {
+  const auto& a = c.attrs().get<attrs::Hardtanh>();
+  const Tensor x = c.input(0);
+  return {mul(G(g), logical_and(gt(x, a.min_val), lt(x, a.max_val)))};
+}
+// 0 below -3, x / 3 + 1 / 2 on [-3, 3], 1 above (the kinks take the middle piece, as PyTorch).
+Grads hardswish_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor x = c.input(0);
+  const Tensor d = where(lt(x, -3), Scalar(0.0), where(le(x, 3), add(div(x, 3), 0.5), ones_like(x)));
+  return {mul(G(g), d)};
+}
+// 1 / 6 strictly inside (-3, 3), else 0.
+Grads hardsigmoid_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor x = c.input(0);
+  return {mul(mul(G(g), logical_and(gt(x, -3), lt(x, 3))), 1.0 / 6)};
+}
+// 1 where x > 0, negative_slope at and below 0.
+Grads leaky_relu_bw(const BackwardContext& c, const Grads& g) {
+  const double slope = c.attrs().get<attrs::LeakyRelu>().negative_slope;
+  return {where(gt(c.input(0), 0), G(g), mul(G(g), slope))};
+}
+// scale where x > 0; at and below 0, scale alpha input_scale exp(input_scale x).
+Tensor elu_grad(const Tensor& x, const Tensor& g, double alpha, double scale, double input_scale) {
+  return where(gt(x, 0), mul(g, scale), mul(g, mul(exp(mul(x, input_scale)), alpha * scale * input_scale)));
+}
+Grads elu_bw(const BackwardContext& c, const Grads& g) {
+  const auto& a = c.attrs().get<attrs::Elu>();
+  return {elu_grad(c.input(0), G(g), a.alpha, a.scale, a.input_scale)};
+}
+Grads selu_bw(const BackwardContext& c, const Grads& g) {
+  return {elu_grad(c.input(0), G(g), ew::kSeluAlpha, ew::kSeluScale, 1.0)};
+}
+// tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2), sp = softplus(x).
+Grads mish_bw(const BackwardContext& c, const Grads& g) {
+  const Tensor x = c.input(0), t = tanh(log1p(exp(x)));
+  return {mul(G(g), add(t, mul(mul(x, sigmoid(x)), sub(1, mul(t, t)))))};
 }
 Grads clamp_bw(const BackwardContext& c, const Grads& g) {
   const Tensor x = c.input(0);
@@ -197,6 +264,23 @@ void register_elementwise_derivatives() {
   both(OpId::ceil, OpId::ceil_, {zero_bw});
   both(OpId::round, OpId::round_, {zero_bw});
   both(OpId::clamp, OpId::clamp_, {clamp_bw, in0});
+  both(OpId::acos, OpId::acos_, {acos_bw, in0});
+  both(OpId::asin, OpId::asin_, {asin_bw, in0});
+  both(OpId::sinh, OpId::sinh_, {sinh_bw, in0});
+  both(OpId::cosh, OpId::cosh_, {cosh_bw, in0});
+  both(OpId::asinh, OpId::asinh_, {asinh_bw, in0});
+  both(OpId::acosh, OpId::acosh_, {acosh_bw, in0});
+  both(OpId::atanh, OpId::atanh_, {atanh_bw, in0});
+  both(OpId::trunc, OpId::trunc_, {zero_bw});
+  both(OpId::frac, OpId::frac_, {identity_bw});
+  both(OpId::logit, OpId::logit_, {logit_bw, in0});
+  both(OpId::hardtanh, OpId::hardtanh_, {hardtanh_bw, in0});
+  both(OpId::hardswish, OpId::hardswish_, {hardswish_bw, in0});
+  both(OpId::hardsigmoid, OpId::hardsigmoid_, {hardsigmoid_bw, in0});
+  both(OpId::leaky_relu, OpId::leaky_relu_, {leaky_relu_bw, in0});
+  both(OpId::elu, OpId::elu_, {elu_bw, in0});
+  both(OpId::selu, OpId::selu_, {selu_bw, in0});
+  both(OpId::mish, OpId::mish_, {mish_bw, in0});
   both(OpId::add, OpId::add_, {add_bw});
   both(OpId::sub, OpId::sub_, {sub_bw});
   both(OpId::mul, OpId::mul_, {mul_bw, in0 | in1});

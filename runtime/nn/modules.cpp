@@ -110,6 +110,32 @@ Tensor ReLU::forward(const Tensor& x) { return relu(x); }
 Tensor SiLU::forward(const Tensor& x) { return F::silu(x); }
 Tensor Tanh::forward(const Tensor& x) { return tanh(x); }
 Tensor Sigmoid::forward(const Tensor& x) { return sigmoid(x); }
+Tensor Hardswish::forward(const Tensor& x) { return F::hardswish(x); }
+Tensor Hardsigmoid::forward(const Tensor& x) { return F::hardsigmoid(x); }
+Tensor SELU::forward(const Tensor& x) { return F::selu(x); }
+Tensor Mish::forward(const Tensor& x) { return F::mish(x); }
+
+Hardtanh::Hardtanh(double min_val, double max_val) : min_val_(min_val), max_val_(max_val) {
+  MIXT_CHECK(max_val > min_val, "Hardtanh", "max_val must be greater than min_val, got min_val={} max_val={}", min_val,
+             max_val);
+}
+Tensor Hardtanh::forward(const Tensor& x) { return F::hardtanh(x, min_val_, max_val_); }
+std::string Hardtanh::extra_repr() const { return fmt::format("min_val={}, max_val={}", min_val_, max_val_); }
+
+LeakyReLU::LeakyReLU(double negative_slope) : negative_slope_(negative_slope) {}
+Tensor LeakyReLU::forward(const Tensor& x) { return F::leaky_relu(x, negative_slope_); }
+std::string LeakyReLU::extra_repr() const { return fmt::format("negative_slope={}", negative_slope_); }
+
+ELU::ELU(double alpha) : alpha_(alpha) {}
+Tensor ELU::forward(const Tensor& x) { return F::elu(x, alpha_); }
+std::string ELU::extra_repr() const { return fmt::format("alpha={}", alpha_); }
+
+PReLU::PReLU(int64_t num_parameters, double init) {
+  MIXT_CHECK(num_parameters >= 1, "PReLU", "num_parameters must be at least 1, got {}", num_parameters);
+  weight_ = register_parameter("weight", full({num_parameters}, init));
+}
+Tensor PReLU::forward(const Tensor& x) { return F::prelu(x, weight_); }
+std::string PReLU::extra_repr() const { return fmt::format("num_parameters={}", weight_.numel()); }
 
 // ---- Sequential ----------------------------------------------------------------
 

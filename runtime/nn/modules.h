@@ -108,6 +108,56 @@ class GELU : public Module {
   std::string approximate_;
 };
 
+// x clamped to [min_val, max_val].
+class Hardtanh : public Module {
+ public:
+  explicit Hardtanh(double min_val = -1.0, double max_val = 1.0);
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "Hardtanh"; }
+  std::string extra_repr() const override;
+
+ private:
+  double min_val_, max_val_;
+};
+
+// x where x > 0, else negative_slope x.
+class LeakyReLU : public Module {
+ public:
+  explicit LeakyReLU(double negative_slope = 0.01);
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "LeakyReLU"; }
+  std::string extra_repr() const override;
+
+ private:
+  double negative_slope_;
+};
+
+// x where x > 0, else alpha (exp(x) - 1).
+class ELU : public Module {
+ public:
+  explicit ELU(double alpha = 1.0);
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "ELU"; }
+  std::string extra_repr() const override;
+
+ private:
+  double alpha_;
+};
+
+// prelu with a learned weight [num_parameters] (1, or the channel count), every element
+// starting at `init`.
+class PReLU : public Module {
+ public:
+  explicit PReLU(int64_t num_parameters = 1, double init = 0.25);
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "PReLU"; }
+  std::string extra_repr() const override;
+  const Tensor& weight() const { return weight_; }
+
+ private:
+  Tensor weight_;
+};
+
 // A parameterless module applying one elementwise op.
 #define MIXT_NN_ELEMENTWISE_MODULE(Name)                \
   class Name : public Module {                          \
@@ -119,6 +169,10 @@ MIXT_NN_ELEMENTWISE_MODULE(ReLU)
 MIXT_NN_ELEMENTWISE_MODULE(SiLU)
 MIXT_NN_ELEMENTWISE_MODULE(Tanh)
 MIXT_NN_ELEMENTWISE_MODULE(Sigmoid)
+MIXT_NN_ELEMENTWISE_MODULE(Hardswish)
+MIXT_NN_ELEMENTWISE_MODULE(Hardsigmoid)
+MIXT_NN_ELEMENTWISE_MODULE(SELU)
+MIXT_NN_ELEMENTWISE_MODULE(Mish)
 #undef MIXT_NN_ELEMENTWISE_MODULE
 
 // Runs its children in order, feeding each one's output to the next. Children are

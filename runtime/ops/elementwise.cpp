@@ -85,7 +85,30 @@ MIXT_DEFINE_UNARY_FRONT(erf)
 MIXT_DEFINE_UNARY_FRONT(erfinv)
 MIXT_DEFINE_UNARY_FRONT(floor)
 MIXT_DEFINE_UNARY_FRONT(ceil)
+MIXT_DEFINE_UNARY_FRONT(acos)
+MIXT_DEFINE_UNARY_FRONT(asin)
+MIXT_DEFINE_UNARY_FRONT(sinh)
+MIXT_DEFINE_UNARY_FRONT(cosh)
+MIXT_DEFINE_UNARY_FRONT(asinh)
+MIXT_DEFINE_UNARY_FRONT(acosh)
+MIXT_DEFINE_UNARY_FRONT(atanh)
+MIXT_DEFINE_UNARY_FRONT(trunc)
+MIXT_DEFINE_UNARY_FRONT(frac)
 #undef MIXT_DEFINE_UNARY_FRONT
+
+Tensor logit(const Tensor& t, std::optional<double> eps) {
+  OpCall c(OpId::logit);
+  c.push(t);
+  c.attrs.get<attrs::Logit>().eps = eps;
+  return call_op(c);
+}
+
+Tensor& logit_(Tensor& t, std::optional<double> eps) {
+  OpCall c(OpId::logit_);
+  c.push(t);
+  c.attrs.get<attrs::Logit>().eps = eps;
+  return call_inplace(c, t);
+}
 
 Tensor round(const Tensor& t, int64_t decimals) {
   OpCall c(OpId::round);

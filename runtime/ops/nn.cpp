@@ -102,6 +102,71 @@ Tensor& softplus_(Tensor& x, double beta, double threshold) {
   return call_inplace(c, x);
 }
 
+namespace {
+// An activation without attributes, and its in-place form.
+Tensor unary_activation(OpId id, const Tensor& x) {
+  OpCall c = make_call(id, {x});
+  return call_op(c);
+}
+Tensor& unary_activation_(OpId id, Tensor& x) {
+  OpCall c = make_call(id, {x});
+  return call_inplace(c, x);
+}
+}  // namespace
+
+Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
+  OpCall c = make_call(OpId::hardtanh, {x});
+  c.attrs.get<attrs::Hardtanh>() = {min_val, max_val};
+  return call_op(c);
+}
+
+Tensor& hardtanh_(Tensor& x, double min_val, double max_val) {
+  OpCall c = make_call(OpId::hardtanh_, {x});
+  c.attrs.get<attrs::Hardtanh>() = {min_val, max_val};
+  return call_inplace(c, x);
+}
+
+Tensor hardswish(const Tensor& x) { return unary_activation(OpId::hardswish, x); }
+Tensor& hardswish_(Tensor& x) { return unary_activation_(OpId::hardswish_, x); }
+
+Tensor hardsigmoid(const Tensor& x) { return unary_activation(OpId::hardsigmoid, x); }
+Tensor& hardsigmoid_(Tensor& x) { return unary_activation_(OpId::hardsigmoid_, x); }
+
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  OpCall c = make_call(OpId::leaky_relu, {x});
+  c.attrs.get<attrs::LeakyRelu>().negative_slope = negative_slope;
+  return call_op(c);
+}
+
+Tensor& leaky_relu_(Tensor& x, double negative_slope) {
+  OpCall c = make_call(OpId::leaky_relu_, {x});
+  c.attrs.get<attrs::LeakyRelu>().negative_slope = negative_slope;
+  return call_inplace(c, x);
+}
+
+Tensor elu(const Tensor& x, double alpha, double scale, double input_scale) {
+  OpCall c = make_call(OpId::elu, {x});
+  c.attrs.get<attrs::Elu>() = {alpha, scale, input_scale};
+  return call_op(c);
+}
+
+Tensor& elu_(Tensor& x, double alpha, double scale, double input_scale) {
+  OpCall c = make_call(OpId::elu_, {x});
+  c.attrs.get<attrs::Elu>() = {alpha, scale, input_scale};
+  return call_inplace(c, x);
+}
+
+Tensor selu(const Tensor& x) { return unary_activation(OpId::selu, x); }
+Tensor& selu_(Tensor& x) { return unary_activation_(OpId::selu_, x); }
+
+Tensor mish(const Tensor& x) { return unary_activation(OpId::mish, x); }
+Tensor& mish_(Tensor& x) { return unary_activation_(OpId::mish_, x); }
+
+Tensor prelu(const Tensor& x, const Tensor& weight) {
+  OpCall c = make_call(OpId::prelu, {x, weight});
+  return call_op(c);
+}
+
 Tensor softmax(const Tensor& x, int64_t dim, ScalarType dtype) {
   OpCall c = make_call(OpId::softmax, {x});
   c.attrs.get<attrs::Dim>().dim = dim;

@@ -46,6 +46,32 @@ Tensor& silu_(Tensor& x);
 // log(1 + exp(beta x)) / beta, linear above `threshold`.
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 Tensor& softplus_(Tensor& x, double beta = 1.0, double threshold = 20.0);
+// The piecewise activations below take floating inputs only (integers raise, as in PyTorch),
+// except hardtanh, which clamps integer tensors too (with its bounds truncated).
+// x clamped to [min_val, max_val].
+Tensor hardtanh(const Tensor& x, double min_val = -1.0, double max_val = 1.0);
+Tensor& hardtanh_(Tensor& x, double min_val = -1.0, double max_val = 1.0);
+// x relu6(x + 3) / 6.
+Tensor hardswish(const Tensor& x);
+Tensor& hardswish_(Tensor& x);
+// relu6(x + 3) / 6.
+Tensor hardsigmoid(const Tensor& x);
+Tensor& hardsigmoid_(Tensor& x);
+// x where x > 0, else negative_slope x.
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+Tensor& leaky_relu_(Tensor& x, double negative_slope = 0.01);
+// scale x where x > 0, else scale alpha (exp(input_scale x) - 1).
+Tensor elu(const Tensor& x, double alpha = 1.0, double scale = 1.0, double input_scale = 1.0);
+Tensor& elu_(Tensor& x, double alpha = 1.0, double scale = 1.0, double input_scale = 1.0);
+// elu with alpha 1.6732632423543772 and scale 1.0507009873554805.
+Tensor selu(const Tensor& x);
+Tensor& selu_(Tensor& x);
+// x tanh(softplus(x)).
+Tensor mish(const Tensor& x);
+Tensor& mish_(Tensor& x);
+// max(0, x) + weight min(0, x), with `weight` one element or one per channel (x's dim 1;
+// a 1-D x has one channel) broadcast over the other dims. x and weight share one dtype.
+Tensor prelu(const Tensor& x, const Tensor& weight);
 
 // softmax along `dim`, computed in float32 for narrow dtypes (max-subtracted).
 // `dtype`: cast the input to it first (Undefined: keep the input's).

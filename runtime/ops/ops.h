@@ -132,7 +132,19 @@ MIXT_DECLARE_UNARY_FRONT(erf)
 MIXT_DECLARE_UNARY_FRONT(erfinv)
 MIXT_DECLARE_UNARY_FRONT(floor)
 MIXT_DECLARE_UNARY_FRONT(ceil)
+MIXT_DECLARE_UNARY_FRONT(acos)
+MIXT_DECLARE_UNARY_FRONT(asin)
+MIXT_DECLARE_UNARY_FRONT(sinh)
+MIXT_DECLARE_UNARY_FRONT(cosh)
+MIXT_DECLARE_UNARY_FRONT(asinh)
+MIXT_DECLARE_UNARY_FRONT(acosh)
+MIXT_DECLARE_UNARY_FRONT(atanh)
+MIXT_DECLARE_UNARY_FRONT(trunc)  // toward zero; the identity on integers
+MIXT_DECLARE_UNARY_FRONT(frac)   // x - trunc(x), floating tensors only
 #undef MIXT_DECLARE_UNARY_FRONT
+// log(x / (1 - x)); with `eps`, x is first clamped to [eps, 1 - eps].
+Tensor logit(const Tensor& t, std::optional<double> eps = std::nullopt);
+Tensor& logit_(Tensor& t, std::optional<double> eps = std::nullopt);
 // Round half to even, at `decimals` decimal places.
 Tensor round(const Tensor& t, int64_t decimals = 0);
 Tensor& round_(Tensor& t, int64_t decimals = 0);

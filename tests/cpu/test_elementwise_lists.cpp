@@ -65,7 +65,8 @@ std::map<std::string, std::string> table_ops() {
 // The meta rules of the elementwise ops (kernels/meta/elementwise.cpp).
 const std::set<std::string> kElementwiseMeta = {
     "unary_numeric", "unary_any", "unary_float", "round",   "clamp",   "predicate", "binary_any", "binary_numeric",
-    "binary_float",  "div",       "compare",     "logical", "addcmul", "addcdiv",   "lerp",       "where"};
+    "binary_float",  "div",       "compare",     "logical", "addcmul", "addcdiv",   "lerp",       "where",
+    "unary_floating", "hardtanh"};
 
 }  // namespace
 

@@ -438,6 +438,35 @@ TEST_CASE("activation modules apply their op", "[modules]") {
        [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); });
   CHECK_THROWS_WITH(nn::GELU("fast"), Contains("'fast'"));
   CHECK(nn::GELU("tanh").str() == "GELU(approximate=tanh)");
+  each(nn::Hardtanh(-0.5, 0.25), [](double v) { return std::min(std::max(v, -0.5), 0.25); });
+  each(nn::Hardswish(), [](double v) { return v * std::min(std::max(v + 3, 0.0), 6.0) / 6; });
+  each(nn::Hardsigmoid(), [](double v) { return std::min(std::max(v + 3, 0.0), 6.0) / 6; });
+  each(nn::LeakyReLU(0.5), [](double v) { return v > 0 ? v : 0.5 * v; });
+  each(nn::ELU(2.0), [](double v) { return v > 0 ? v : 2 * std::expm1(v); });
+  each(nn::SELU(), [](double v) { return 1.0507009873554805 * (v > 0 ? v : 1.6732632423543772 * std::expm1(v)); });
+  each(nn::Mish(), [](double v) { return v * std::tanh(std::log1p(std::exp(v))); });
+  CHECK(nn::LeakyReLU(0.5).str() == "LeakyReLU(negative_slope=0.5)");
+  CHECK_THROWS_WITH(nn::Hardtanh(1, -1), Contains("max_val"));
+}
+
+TEST_CASE("PReLU learns one slope or one per channel, starting at init", "[modules]") {
+  nn::PReLU shared;
+  CHECK(shared.num_parameters() == 1);
+  CHECK(values(shared.weight()) == Vec{0.25});
+  nn::PReLU per_channel(3, 0.5);
+  const Tensor x = input({2, 3, 2}).to(kFloat32);
+  const Vec xv = values(x), y = values(per_channel.forward(x));
+  for (size_t i = 0; i < y.size(); ++i) CHECK(y[i] == (xv[i] > 0 ? xv[i] : static_cast<double>(static_cast<float>(0.5 * xv[i]))));
+  CHECK(per_channel.str() == "PReLU(num_parameters=3)");
+  CHECK_THROWS_WITH(per_channel.forward(input({2, 4}).to(kFloat32)), Contains("channels"));
+  // The weight learns: its gradient is sum of x over the elements where x <= 0, per channel.
+  per_channel.forward(x).sum().backward();
+  const Tensor g = per_channel.weight().grad();
+  Vec want(3, 0.0);
+  for (size_t i = 0; i < xv.size(); ++i)
+    if (xv[i] <= 0) want[(i / 2) % 3] += xv[i];
+  const Vec gv = values(g);
+  for (size_t c = 0; c < 3; ++c) CHECK(gv[c] == Approx(want[c]).margin(1e-6));
 }
 
 TEST_CASE("Sequential chains its modules; takes values or shared_ptrs", "[modules]") {

@@ -40,6 +40,7 @@ struct UnaryOp {
 };
 
 const double kLog2 = std::numbers::ln2;
+const double kHalfPi = std::numbers::pi / 2;
 
 // Ulps: 0.5 where the result is exact; 1 for one libm call or one float operation before the
 // rounding to the dtype; more where the formula chains operations (sigmoid, silu: exp, a sum and a
@@ -80,6 +81,33 @@ std::vector<UnaryOp> unary_ops() {
        {0.0, -0.0, kInf, kNan}, 4},
       {"softplus", [](const Tensor& t) { return F::softplus(t); }, [](Tensor& t) -> Tensor& { return F::softplus_(t); },
        {kLog2, kLog2, kInf, 0.0}, 2},
+      // C99 Annex F; glibc documents up to 2 ulps for these in float and double.
+      {"acos", acos, acos_, {kHalfPi, kHalfPi, kNan, kNan}, 2},
+      {"asin", asin, asin_, {0.0, -0.0, kNan, kNan}, 2},
+      {"sinh", sinh, sinh_, {0.0, -0.0, kInf, -kInf}, 2},
+      {"cosh", cosh, cosh_, {1, 1, kInf, kInf}, 2},
+      {"asinh", asinh, asinh_, {0.0, -0.0, kInf, -kInf}, 2},
+      {"acosh", acosh, acosh_, {kNan, kNan, kInf, kNan}, 2},
+      {"atanh", atanh, atanh_, {0.0, -0.0, kNan, kNan}, 2},  // atanh(+-1) = +-Inf (among the other inputs)
+      {"trunc", trunc, trunc_, {0.0, -0.0, kInf, -kInf}, 0.5},
+      {"frac", frac, frac_, {0.0, 0.0, kNan, kNan}, 0.5},  // x - trunc(x): -0 - -0 is +0, Inf - Inf NaN
+      // log(x / (1 - x)): logit(+-0) = log(+-0) = -Inf, logit(1) = +Inf, Inf / -Inf is NaN.
+      {"logit", [](const Tensor& t) { return logit(t); }, [](Tensor& t) -> Tensor& { return logit_(t); },
+       {-kInf, -kInf, kNan, kNan}, 3},
+      {"hardtanh", [](const Tensor& t) { return F::hardtanh(t); }, [](Tensor& t) -> Tensor& { return F::hardtanh_(t); },
+       {0.0, -0.0, 1, -1}, 0.5},
+      // hardswish(-Inf) = -Inf * relu6(-Inf + 3) / 6 = -Inf * 0: NaN, as PyTorch's formula.
+      {"hardswish", [](const Tensor& t) { return F::hardswish(t); }, [](Tensor& t) -> Tensor& { return F::hardswish_(t); },
+       {0.0, -0.0, kInf, kNan}, 2},
+      {"hardsigmoid", [](const Tensor& t) { return F::hardsigmoid(t); },
+       [](Tensor& t) -> Tensor& { return F::hardsigmoid_(t); }, {0.5, 0.5, 1, 0.0}, 2},
+      {"leaky_relu", [](const Tensor& t) { return F::leaky_relu(t); },
+       [](Tensor& t) -> Tensor& { return F::leaky_relu_(t); }, {0.0, -0.0, kInf, -kInf}, 2},
+      {"elu", [](const Tensor& t) { return F::elu(t); }, [](Tensor& t) -> Tensor& { return F::elu_(t); },
+       {0.0, -0.0, kInf, -1}, 1},
+      {"selu", F::selu, F::selu_, {0.0, -0.0, kInf, -1.6732632423543772848170429916717 * 1.0507009873554804934193349852946}, 3},
+      // mish(-Inf) = -Inf * tanh(log1p(0)) = -Inf * 0: NaN, as PyTorch's x * tanh(softplus(x)).
+      {"mish", F::mish, F::mish_, {0.0, -0.0, kInf, kNan}, 5},
   };
 }
 

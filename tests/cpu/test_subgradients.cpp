@@ -179,6 +179,30 @@ TEST_CASE("embedding's padding row gets no gradient", "[autograd][subgradient]")
   CHECK(values(autograd::grad({sum(mul(F::embedding(idx, weight3, -2), w))}, {weight3})[0]) == g);
 }
 
+TEST_CASE("the piecewise activations at their kinks take PyTorch's subgradients", "[autograd][subgradient]") {
+  // hardtanh: 1 strictly inside (min_val, max_val) only (hardtanh_backward), unlike clamp's closed interval.
+  CHECK(grad_of([](const Tensor& x) { return F::hardtanh(x, -1, 2); }, {-1.5, -1, 0, 2, 3}) ==
+        std::vector<double>{0, 0, 1, 0, 0});
+  CHECK(grad_of([](const Tensor& x) { return clamp(x, -1, 2); }, {-1, 2}) == std::vector<double>{1, 1});
+  // leaky_relu, elu and prelu: the negative side's slope at 0.
+  CHECK(grad_of([](const Tensor& x) { return F::leaky_relu(x, 0.25); }, {-1, 0, -0.0, 1}) ==
+        std::vector<double>{0.25, 0.25, 0.25, 1});
+  CHECK(grad_of([](const Tensor& x) { return F::elu(x, 0.5, 2, 3); }, {0, 1}) == std::vector<double>{3, 2});
+  Tensor w = leaf({0.25}, {1});
+  Tensor x = leaf({-2, 0, 3});
+  const auto g = autograd::grad({sum(F::prelu(x, w))}, {x, w});
+  CHECK(values(g[0]) == std::vector<double>{0.25, 0.25, 1});
+  CHECK(values(g[1]) == std::vector<double>{-2});  // x where x <= 0: -2 + 0
+  // hardswish: 0 below -3, x / 3 + 1 / 2 on the closed [-3, 3], 1 above; hardsigmoid: 1/6 on the open (-3, 3).
+  CHECK(grad_of([](const Tensor& x) { return F::hardswish(x); }, {-4, -3, 0, 3, 4}) ==
+        std::vector<double>{0, -0.5, 0.5, 1.5, 1});
+  CHECK(grad_of([](const Tensor& x) { return F::hardsigmoid(x); }, {-3, 0, 3}) == std::vector<double>{0, 1.0 / 6, 0});
+  // logit with eps: no gradient outside [eps, 1 - eps], where it clamped; 1 / (x (1 - x)) inside. Without eps: NaN outside [0, 1].
+  CHECK(grad_of([](const Tensor& x) { return logit(x, 0.25); }, {0.1, 0.5, 0.9}) == std::vector<double>{0, 4, 0});
+  const auto gl = grad_of([](const Tensor& x) { return logit(x); }, {-0.5, 0.5, 1.5});
+  CHECK((std::isnan(gl[0]) && gl[1] == 4 && std::isnan(gl[2])));
+}
+
 TEST_CASE("softplus switches to the identity's gradient only above its threshold", "[autograd][subgradient]") {
   // PyTorch: where beta x > threshold the gradient is 1, else sigmoid(beta x) (at equality too).
   const auto g = grad_of([](const Tensor& x) { return F::softplus(x, 2.0, 20.0); }, {10, 10.5});

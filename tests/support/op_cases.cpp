@@ -224,6 +224,84 @@ void add_index_cases(Builder& b) {
       .with([](const Refs& in, ScalarType) { return ref::embedding(in[0], in[1]); }, kExact);
 }
 
+// frac, logit and the piecewise activations of nn::functional (the other unary ops: add_unary_cases).
+void add_activation_cases(Builder& b) {
+  // x - trunc(x) is exact in the compute type (Sterbenz), then rounded once.
+  b.unary("frac", OpId::frac, F, F, -3, 3, [](const Tensor& t) { return frac(t); }).with(unary_ref("frac"), kExact);
+  b.unary_("frac_", OpId::frac_, F, F, -3, 3, [](Tensor& t) { frac_(t); }).with(unary_ref("frac"), kExact);
+  // log(x / (1 - x)): the roundings of 1 - x and of the quotient become absolute errors of the
+  // log (its derivative is 1 / q), one ulp of the log on top: three, at magnitude 1.
+  const Tolerance logit_tol{0.5, 3, 1};
+  b.unary("logit", OpId::logit, A, A, 0.05, 0.95, [](const Tensor& t) { return logit(t); }, kFloatPromote)
+      .with(unary_ref("logit"), logit_tol);
+  b.unary("logit/eps", OpId::logit, A, A, -0.2, 1.2, [](const Tensor& t) { return logit(t, 0.1); }, kFloatPromote)
+      .with([](const Refs& in, ScalarType) {
+        return ref::map(in[0], [](double x) {
+          const double z = std::min(std::max(x, 0.1), 0.9);
+          return std::log(z / (1 - z));
+        });
+      }, logit_tol);
+  b.unary_("logit_", OpId::logit_, F, F, 0.05, 0.95, [](Tensor& t) { logit_(t); }).with(unary_ref("logit"), logit_tol);
+  // hardtanh clamps integer tensors too, with the bounds truncated (uint8 refuses negative bounds).
+  const uint32_t signed_numeric = N & ~dtypes::bit(kUInt8);
+  auto hardtanh_ref = [](const Refs& in, ScalarType dt) {
+    const double lo = is_floating(dt) ? -1.5 : -1, hi = 2;
+    return ref::map(in[0], [=](double x) { return std::isnan(x) ? x : std::min(std::max(x, lo), hi); });
+  };
+  b.unary("hardtanh", OpId::hardtanh, signed_numeric, signed_numeric, -3, 3,
+          [](const Tensor& t) { return fn::hardtanh(t, -1.5, 2); })
+      .with(hardtanh_ref, kExact);
+  b.unary_("hardtanh_", OpId::hardtanh_, signed_numeric, signed_numeric, -3, 3, [](Tensor& t) { fn::hardtanh_(t, -1.5, 2); })
+      .with(hardtanh_ref, kExact);
+  // x + 3, its product with x, / 6: three roundings (hardsigmoid: two).
+  const Tolerance three_ops{0.5, 3};
+  b.unary("hardswish", OpId::hardswish, F, F, -5, 5, [](const Tensor& t) { return fn::hardswish(t); })
+      .with(unary_ref("hardswish"), three_ops);
+  b.unary_("hardswish_", OpId::hardswish_, F, F, -5, 5, [](Tensor& t) { fn::hardswish_(t); })
+      .with(unary_ref("hardswish"), three_ops);
+  b.unary("hardsigmoid", OpId::hardsigmoid, F, F, -5, 5, [](const Tensor& t) { return fn::hardsigmoid(t); })
+      .with(unary_ref("hardsigmoid"), {0.5, 2});
+  b.unary_("hardsigmoid_", OpId::hardsigmoid_, F, F, -5, 5, [](Tensor& t) { fn::hardsigmoid_(t); })
+      .with(unary_ref("hardsigmoid"), {0.5, 2});
+  // The slope rounded to the compute type, then the product.
+  b.unary("leaky_relu", OpId::leaky_relu, F, F, -3, 3, [](const Tensor& t) { return fn::leaky_relu(t, 0.2); })
+      .with([](const Refs& in, ScalarType) { return ref::map(in[0], [](double x) { return x > 0 ? x : 0.2 * x; }); },
+            {0.5, 2});
+  b.unary_("leaky_relu_", OpId::leaky_relu_, F, F, -3, 3, [](Tensor& t) { fn::leaky_relu_(t); })
+      .with(unary_ref("leaky_relu"), {0.5, 2});
+  // Roundings of input_scale, of input_scale x (expm1 amplifies a relative error of its argument
+  // by at most 3 here), expm1's ulp, alpha scale and the product: six.
+  b.unary("elu", OpId::elu, F, F, -3, 3, [](const Tensor& t) { return fn::elu(t, 1.5, 1.2, 0.8); })
+      .with([](const Refs& in, ScalarType) { return ref::map(in[0], [](double x) { return ref::elu(x, 1.5, 1.2, 0.8); }); },
+            {0.5, 6});
+  b.unary_("elu_", OpId::elu_, F, F, -3, 3, [](Tensor& t) { fn::elu_(t); }).with(unary_ref("elu"), kOneOp);
+  // The two constants rounded to the compute type, expm1 and the product.
+  b.unary("selu", OpId::selu, F, F, -3, 3, [](const Tensor& t) { return fn::selu(t); }).with(unary_ref("selu"), {0.5, 4});
+  b.unary_("selu_", OpId::selu_, F, F, -3, 3, [](Tensor& t) { fn::selu_(t); }).with(unary_ref("selu"), {0.5, 4});
+  // exp, log1p, tanh and the product (tanh's argument error shrinks through its slope <= 1).
+  b.unary("mish", OpId::mish, F, F, -4, 4, [](const Tensor& t) { return fn::mish(t); }).with(unary_ref("mish"), {0.5, 5});
+  b.unary_("mish_", OpId::mish_, F, F, -4, 4, [](Tensor& t) { fn::mish_(t); }).with(unary_ref("mish"), {0.5, 5});
+  // prelu: one product per negative element, correctly rounded (narrow floats multiply in float32
+  // exactly, then round once).
+  auto prelu_ref = [](const Refs& in, ScalarType) {
+    ref::Ref out = in[0];
+    const int64_t channels = in[0].sizes[1], inner = in[0].sizes[2];
+    for (size_t i = 0; i < out.v.size(); ++i) {
+      const double w = in[1].v.size() == 1 ? in[1].v[0] : in[1].v[(i / inner) % channels];
+      if (!(out.v[i] > 0)) out.v[i] *= w;
+    }
+    return out;
+  };
+  for (int64_t weights : {3, 1}) {
+    b.add(weights == 1 ? "prelu/one_weight" : "prelu", OpId::prelu, F, F,
+          [weights](ScalarType dt) {
+            return CaseInputs{{data(dt, {2, 3, 4}, -3, 3, 15), data(dt, {weights}, -1, 1, 16)}, 0b11};
+          },
+          [](const std::vector<Tensor>& in, ScalarType, Device) { return fn::prelu(in[0], in[1]); })
+        .with(prelu_ref, kExact);
+  }
+}
+
 void add_unary_cases(Builder& b) {
   struct UnarySpec {
     OpId op, op_;
@@ -263,6 +341,15 @@ void add_unary_cases(Builder& b) {
       {OpId::erfinv, OpId::erfinv_, "erfinv", erfinv, erfinv_, -0.9, 0.9, true, {0.5, 4}},
       {OpId::floor, OpId::floor_, "floor", floor, floor_, -3, 3, false, kExact},
       {OpId::ceil, OpId::ceil_, "ceil", ceil, ceil_, -3, 3, false, kExact},
+      {OpId::trunc, OpId::trunc_, "trunc", trunc, trunc_, -3, 3, false, kExact},
+      // glibc documents up to 2 ulps for its float and double inverse and hyperbolic functions.
+      {OpId::acos, OpId::acos_, "acos", acos, acos_, -0.95, 0.95, true, two_ops},
+      {OpId::asin, OpId::asin_, "asin", asin, asin_, -0.95, 0.95, true, two_ops},
+      {OpId::sinh, OpId::sinh_, "sinh", sinh, sinh_, -3, 3, true, two_ops},
+      {OpId::cosh, OpId::cosh_, "cosh", cosh, cosh_, -3, 3, true, two_ops},
+      {OpId::asinh, OpId::asinh_, "asinh", asinh, asinh_, -3, 3, true, two_ops},
+      {OpId::acosh, OpId::acosh_, "acosh", acosh, acosh_, 1.1, 4, true, two_ops},
+      {OpId::atanh, OpId::atanh_, "atanh", atanh, atanh_, -0.9, 0.9, true, two_ops},
   };
   for (const UnarySpec& u : unaries) {
     // sign of a bool is the bool itself (PyTorch supports it); the other non-float ops refuse bool.
@@ -305,6 +392,7 @@ void add_unary_cases(Builder& b) {
   b.unary("clamp/max_only", OpId::clamp, N, N, -3, 3, [](const Tensor& t) { return clamp_max(t, 1); })
       .with(clamp_ref(-INFINITY, 1), kExact);
   b.unary_("clamp_", OpId::clamp_, N, N, -3, 3, [](Tensor& t) { clamp_(t, -1, 2); }).with(clamp_ref(-1, 2), kExact);
+  add_activation_cases(b);
   auto with_specials = [](ScalarType dt) {
     Tensor t = data(dt, {6}, -3, 3, 14);
     if (is_floating(dt)) {

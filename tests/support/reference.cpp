@@ -146,6 +146,10 @@ double softplus(double x, double beta, double threshold) {
   return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
 }
 
+double elu(double x, double alpha, double scale, double input_scale) {
+  return x > 0 ? scale * x : scale * alpha * std::expm1(input_scale * x);
+}
+
 double div_floor(double a, double b) { return std::floor(a / b); }
 
 double unary(std::string_view name, double x) {
@@ -182,6 +186,24 @@ double unary(std::string_view name, double x) {
          return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
        }},
       {"softplus", [](double v) { return softplus(v, 1.0, 20.0); }},
+      {"acos", [](double v) { return std::acos(v); }},
+      {"asin", [](double v) { return std::asin(v); }},
+      {"sinh", [](double v) { return std::sinh(v); }},
+      {"cosh", [](double v) { return std::cosh(v); }},
+      {"asinh", [](double v) { return std::asinh(v); }},
+      {"acosh", [](double v) { return std::acosh(v); }},
+      {"atanh", [](double v) { return std::atanh(v); }},
+      {"trunc", [](double v) { return std::trunc(v); }},
+      {"frac", [](double v) { return v - std::trunc(v); }},
+      {"logit", [](double v) { return std::log(v / (1.0 - v)); }},
+      // The piecewise activations with their default parameters, from their definitions.
+      {"hardtanh", [](double v) { return std::isnan(v) ? v : std::min(std::max(v, -1.0), 1.0); }},
+      {"hardswish", [](double v) { return v <= -3 ? v * 0.0 : v >= 3 ? v : v * (v + 3) / 6; }},  // -0 below -3, as x * 0
+      {"hardsigmoid", [](double v) { return v <= -3 ? 0.0 : v >= 3 ? 1.0 : v / 6 + 0.5; }},
+      {"leaky_relu", [](double v) { return v > 0 ? v : 0.01 * v; }},
+      {"elu", [](double v) { return elu(v, 1.0, 1.0, 1.0); }},
+      {"selu", [](double v) { return elu(v, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1.0); }},
+      {"mish", [](double v) { return v * std::tanh(std::log1p(std::exp(v))); }},
       {"isfinite", [](double v) { return std::isfinite(v) ? 1.0 : 0.0; }},
       {"isnan", [](double v) { return std::isnan(v) ? 1.0 : 0.0; }},
       {"isinf", [](double v) { return std::isinf(v) ? 1.0 : 0.0; }},

@@ -64,6 +64,8 @@ Ref zip3(const Ref& a, const Ref& b, const Ref& c, const std::function<double(do
 double unary(std::string_view name, double x);
 // softplus(x) = log(1 + e^(beta x)) / beta, x where beta x > threshold.
 double softplus(double x, double beta, double threshold);
+// elu(x) = scale x for x > 0, else scale alpha (e^(input_scale x) - 1).
+double elu(double x, double alpha, double scale, double input_scale);
 // erf^-1(y) by bisection on std::erf (and on erfc near +-1, where erf has no resolution left).
 double erfinv(double y);
 // floor division as Python's //, truncated division, in double.
