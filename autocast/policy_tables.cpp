@@ -21,6 +21,8 @@ struct Entry {
 constexpr Entry kCuda[] = {
     // lower_precision_fp
     {OpId::conv1d, Policy::Lower}, {OpId::conv2d, Policy::Lower}, {OpId::addmm, Policy::Lower},
+    {OpId::conv3d, Policy::Lower}, {OpId::conv_transpose1d, Policy::Lower}, {OpId::conv_transpose2d, Policy::Lower},
+    {OpId::conv_transpose3d, Policy::Lower},
     {OpId::matmul, Policy::Lower}, {OpId::mm, Policy::Lower}, {OpId::mv, Policy::Lower},
     {OpId::linear, Policy::Lower}, {OpId::baddbmm, Policy::Lower}, {OpId::bmm, Policy::Lower},
     {OpId::scaled_dot_product_attention, Policy::Lower},
@@ -36,6 +38,7 @@ constexpr Entry kCuda[] = {
     {OpId::l1_loss, Policy::Fp32}, {OpId::smooth_l1_loss, Policy::Fp32}, {OpId::huber_loss, Policy::Fp32},
     {OpId::mse_loss, Policy::Fp32}, {OpId::binary_cross_entropy_with_logits, Policy::Fp32},
     {OpId::logsumexp, Policy::Fp32},
+    {OpId::upsample_nearest2d, Policy::Fp32}, {OpId::upsample_bilinear2d, Policy::Fp32},
     {OpId::poisson_nll_loss, Policy::Fp32}, {OpId::cosine_embedding_loss, Policy::Fp32},
     {OpId::hinge_embedding_loss, Policy::Fp32}, {OpId::margin_ranking_loss, Policy::Fp32},
     {OpId::triplet_margin_loss, Policy::Fp32}, {OpId::multilabel_margin_loss, Policy::Fp32},
@@ -50,6 +53,8 @@ constexpr Entry kCuda[] = {
     {OpId::log_softmax, Policy::Fp32OptDtype}, {OpId::cumprod, Policy::Fp32OptDtype},
     {OpId::cumsum, Policy::Fp32OptDtype}, {OpId::sum, Policy::Fp32OptDtype}, {OpId::norm, Policy::Fp32OptDtype},
     // promote
+    // PyTorch lists grid_sampler, the op grid_sample calls (grid_sampler_2d here).
+    {OpId::grid_sampler_2d, Policy::Promote},
     {OpId::addcdiv, Policy::Promote}, {OpId::addcmul, Policy::Promote}, {OpId::atan2, Policy::Promote},
     {OpId::dot, Policy::Promote}, {OpId::scatter_add, Policy::Promote}, {OpId::cross, Policy::Promote},
     // banned
@@ -60,12 +65,17 @@ constexpr Entry kCuda[] = {
 constexpr Entry kCpu[] = {
     // lower_precision_fp
     {OpId::conv1d, Policy::Lower}, {OpId::conv2d, Policy::Lower}, {OpId::bmm, Policy::Lower},
+    {OpId::conv3d, Policy::Lower}, {OpId::conv_transpose1d, Policy::Lower}, {OpId::conv_transpose2d, Policy::Lower},
+    {OpId::conv_transpose3d, Policy::Lower},
     {OpId::mm, Policy::Lower}, {OpId::baddbmm, Policy::Lower}, {OpId::addmm, Policy::Lower},
     {OpId::linear, Policy::Lower}, {OpId::matmul, Policy::Lower},
     {OpId::scaled_dot_product_attention, Policy::Lower},
     {OpId::prelu, Policy::Lower},
     // fp32
     {OpId::binary_cross_entropy, Policy::Fp32}, {OpId::prod, Policy::Fp32}, {OpId::mse_loss, Policy::Fp32},
+    {OpId::avg_pool3d, Policy::Fp32}, {OpId::grid_sampler_2d, Policy::Fp32}, {OpId::reflection_pad1d, Policy::Fp32},
+    {OpId::reflection_pad2d, Policy::Fp32}, {OpId::replication_pad1d, Policy::Fp32},
+    {OpId::replication_pad2d, Policy::Fp32},
     {OpId::nll_loss, Policy::Fp32}, {OpId::smooth_l1_loss, Policy::Fp32}, {OpId::cross_entropy, Policy::Fp32},
     {OpId::l1_loss, Policy::Fp32}, {OpId::huber_loss, Policy::Fp32}, {OpId::kl_div, Policy::Fp32},
     {OpId::binary_cross_entropy_with_logits, Policy::Fp32}, {OpId::cdist, Policy::Fp32},

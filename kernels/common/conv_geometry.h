@@ -30,6 +30,41 @@ inline int64_t window_output_size(const OpCall& c, int64_t in, int64_t kernel, i
   return (padded - reach) / stride + 1;
 }
 
+// A transposed convolution's output size along one dim: (in - 1) * stride - 2 * padding +
+// dilation * (kernel - 1) + output_padding + 1, checked as window_output_size is; raises,
+// naming the op, when it is not positive or output_padding is not below the stride or the dilation.
+inline int64_t transposed_output_size(const OpCall& c, int64_t in, int64_t kernel, int64_t stride, int64_t padding,
+                                      int64_t dilation, int64_t output_padding) {
+  MIXT_CHECK_OP(kernel > 0 && stride > 0 && dilation > 0 && padding >= 0 && output_padding >= 0, c,
+                "kernel {}, stride {} and dilation {} must be positive, padding {} and output_padding {} non-negative",
+                kernel, stride, dilation, padding, output_padding);
+  MIXT_CHECK_OP(output_padding < stride || output_padding < dilation, c,
+                "output_padding {} must be smaller than the stride {} or the dilation {}", output_padding, stride,
+                dilation);
+  MIXT_CHECK_OP(in > 0, c, "the spatial size {} must be positive", in);
+  const char* op = op_name(c.op).data();
+  const int64_t full = checked_add(checked_mul(in - 1, stride, op),
+                                   checked_add(checked_mul(dilation, kernel - 1, op), int64_t{1}, op), op);
+  const int64_t out = checked_add(full - checked_mul(int64_t{2}, padding, op), output_padding, op);
+  MIXT_CHECK_OP(out > 0, c, "the output size {} is not positive (input size {}, kernel {}, padding {})", out, in,
+                kernel, padding);
+  return out;
+}
+
+// A pooling window's output size along one dim, as PyTorch's: window_output_size, or with
+// ceil_mode rounded up, less a last window that would start past the input and its left
+// padding. The padding is at most half the kernel.
+inline int64_t pool_output_size(const OpCall& c, int64_t in, int64_t kernel, int64_t stride, int64_t padding,
+                                int64_t dilation, bool ceil_mode) {
+  const int64_t floor_out = window_output_size(c, in, kernel, stride, padding, dilation);
+  MIXT_CHECK_OP(padding <= kernel / 2, c, "padding {} must be at most half the kernel size {}", padding, kernel);
+  if (!ceil_mode) return floor_out;
+  const int64_t span = in + 2 * padding - dilation * (kernel - 1) - 1;  // fits: window_output_size checked it
+  int64_t out = span / stride + (span % stride != 0) + 1;
+  if ((out - 1) * stride >= in + padding) --out;
+  return out;
+}
+
 namespace conv {
 
 // The window attributes of im2col / col2im: one value per spatial dim each.

@@ -9,6 +9,7 @@ void register_common_kernels() {
   register_movement_kernels();
   register_composite_kernels();
   register_nn_composite_kernels();
+  register_spatial_composite_kernels();
   register_loss_composite_kernels();
   register_distance_composite_kernels();
 }

@@ -11,6 +11,7 @@
 #include <mixt/kernels/common/conv_geometry.h>
 #include <mixt/kernels/composite/helpers.h>
 #include <mixt/kernels/composite/register.h>
+#include <mixt/kernels/composite/spatial.h>
 #include <mixt/runtime/autograd/grad_mode.h>
 #include <mixt/runtime/ops/nn.h>
 #include <mixt/runtime/ops/ops.h>
@@ -405,7 +406,7 @@ Shape conv_output_sizes(const OpCall& c, const Shape& in, const Shape& kernel, c
   return out;
 }
 
-// conv1d / conv2d (Rank spatial dims): im2col, one grouped matmul, bias.
+// conv1d / conv2d / conv3d (Rank spatial dims): im2col, one grouped matmul, bias.
 template <int Rank>
 void conv_kernel(OpCall& c, DispatchKeySet) {
   const Tensor &x_in = c.in[0], &w = c.in[1];
@@ -433,7 +434,9 @@ void conv_kernel(OpCall& c, DispatchKeySet) {
                 "expected stride, padding and dilation with {} values each, got {}, {}, {}", Rank, a.stride,
                 a.padding, a.dilation);
   const Shape out_spatial = conv_output_sizes(c, tail(x.sizes(), 2), kernel, a);
-  const Tensor cols = F::im2col(x, kernel, a.stride, a.padding, a.dilation);  // [N, C_in * K, L]
+  // [N, C_in * K, L]; the im2col kernels take 1-D and 2-D windows.
+  const Tensor cols = Rank <= 2 ? F::im2col(x, kernel, a.stride, a.padding, a.dilation)
+                                : unfold_windows(c, x, kernel, a.stride, a.padding, a.dilation);
   const int64_t ck = c_in / groups * kernel.numel(), blocks = out_spatial.numel();
   const ScalarType acc = is_reduced_float(x.dtype()) ? kFloat32 : ScalarType::Undefined;
   const Tensor prod = matmul(reshape(w, {groups, c_out / groups, ck}), reshape(cols, {n, groups, ck, blocks}), acc);
@@ -460,6 +463,7 @@ void register_nn_composite_kernels() {
   register_composite(OpId::scaled_dot_product_attention, sdpa_kernel);
   register_composite(OpId::conv1d, conv_kernel<1>);
   register_composite(OpId::conv2d, conv_kernel<2>);
+  register_composite(OpId::conv3d, conv_kernel<3>);
 }
 
 }  // namespace mixt

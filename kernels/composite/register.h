@@ -7,6 +7,7 @@
 namespace mixt {
 void register_composite_kernels();     // kernels/composite/math.cpp: matmul, linear, dot, mv, outer
 void register_nn_composite_kernels();  // kernels/composite/nn.cpp: losses, norms, attention, convolutions
+void register_spatial_composite_kernels();  // kernels/composite/spatial.cpp: conv3d, transposed convs, pooling, padding, resampling
 void register_loss_composite_kernels();      // kernels/composite/losses.cpp: the margin and embedding losses
 void register_distance_composite_kernels();  // kernels/composite/distance.cpp: dist, cdist, pdist, renorm, cross
 }  // namespace mixt

@@ -232,4 +232,120 @@ Tensor TransformerBlock::forward(const Tensor& x) {
 
 std::string TransformerBlock::extra_repr() const { return fmt::format("causal={}", causal_); }
 
+// ---- convolutions and pooling ----------------------------------------------------
+
+ConvModule::ConvModule(const char* name, bool transposed, int64_t in_channels, int64_t out_channels,
+                       const Shape& kernel_size, const Shape& stride, const Shape& padding,
+                       const Shape& output_padding, const Shape& dilation, int64_t groups, bool bias)
+    : stride_(stride), padding_(padding), output_padding_(output_padding), dilation_(dilation), groups_(groups) {
+  MIXT_CHECK(in_channels > 0 && out_channels > 0 && groups > 0 && in_channels % groups == 0 &&
+                 out_channels % groups == 0,
+             name, "in_channels ({}) and out_channels ({}) must be positive multiples of groups ({})", in_channels,
+             out_channels, groups);
+  Shape w{transposed ? in_channels : out_channels, (transposed ? out_channels : in_channels) / groups};
+  for (int64_t k : kernel_size) {
+    MIXT_CHECK(k > 0, name, "kernel sizes must be positive, got {}", kernel_size);
+    w.push_back(k);
+  }
+  const double bound = 1.0 / std::sqrt(static_cast<double>(w[1] * kernel_size.numel()));
+  weight_ = register_parameter("weight", uniform_init(w, bound));
+  if (bias) bias_ = register_parameter("bias", uniform_init({out_channels}, bound));
+}
+
+std::string ConvModule::extra_repr() const {
+  const bool transposed = name().rfind("ConvTranspose", 0) == 0;
+  const int64_t in = transposed ? weight_.size(0) : weight_.size(1) * groups_;
+  const int64_t out = transposed ? weight_.size(1) * groups_ : weight_.size(0);
+  Shape kernel;
+  for (int64_t i = 2; i < weight_.dim(); ++i) kernel.push_back(weight_.size(i));
+  std::string s = fmt::format("{}, {}, kernel_size={}, stride={}, padding={}", in, out, kernel, stride_, padding_);
+  if (transposed) s += fmt::format(", output_padding={}", output_padding_);
+  return s + fmt::format(", dilation={}, groups={}, bias={}", dilation_, groups_, bias_.defined());
+}
+
+Conv3d::Conv3d(int64_t in_channels, int64_t out_channels, const Shape& kernel_size, const Shape& stride,
+               const Shape& padding, const Shape& dilation, int64_t groups, bool bias)
+    : ConvModule("Conv3d", false, in_channels, out_channels,
+                 kernel_size.size() == 1 ? Shape::filled(3, kernel_size[0]) : kernel_size, stride, padding, {0},
+                 dilation, groups, bias) {}
+Tensor Conv3d::forward(const Tensor& x) { return F::conv3d(x, weight_, bias_, stride_, padding_, dilation_, groups_); }
+
+ConvTranspose1d::ConvTranspose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride,
+                                 int64_t padding, int64_t output_padding, int64_t groups, bool bias, int64_t dilation)
+    : ConvModule("ConvTranspose1d", true, in_channels, out_channels, {kernel_size}, {stride}, {padding},
+                 {output_padding}, {dilation}, groups, bias) {}
+Tensor ConvTranspose1d::forward(const Tensor& x) {
+  return F::conv_transpose1d(x, weight_, bias_, stride_[0], padding_[0], output_padding_[0], groups_, dilation_[0]);
+}
+
+ConvTranspose2d::ConvTranspose2d(int64_t in_channels, int64_t out_channels, const Shape& kernel_size,
+                                 const Shape& stride, const Shape& padding, const Shape& output_padding,
+                                 int64_t groups, bool bias, const Shape& dilation)
+    : ConvModule("ConvTranspose2d", true, in_channels, out_channels,
+                 kernel_size.size() == 1 ? Shape::filled(2, kernel_size[0]) : kernel_size, stride, padding,
+                 output_padding, dilation, groups, bias) {}
+Tensor ConvTranspose2d::forward(const Tensor& x) {
+  return F::conv_transpose2d(x, weight_, bias_, stride_, padding_, output_padding_, groups_, dilation_);
+}
+
+MaxPool1d::MaxPool1d(int64_t kernel_size, std::optional<int64_t> stride, int64_t padding, int64_t dilation,
+                     bool ceil_mode)
+    : kernel_(kernel_size), stride_(stride.value_or(kernel_size)), padding_(padding), dilation_(dilation),
+      ceil_mode_(ceil_mode) {}
+Tensor MaxPool1d::forward(const Tensor& x) {
+  return F::max_pool1d(x, kernel_, stride_, padding_, dilation_, ceil_mode_);
+}
+std::string MaxPool1d::extra_repr() const {
+  return fmt::format("kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={}", kernel_, stride_, padding_,
+                     dilation_, ceil_mode_);
+}
+
+MaxPool2d::MaxPool2d(const Shape& kernel_size, const Shape& stride, const Shape& padding, const Shape& dilation,
+                     bool ceil_mode)
+    : kernel_(kernel_size), stride_(stride.empty() ? kernel_size : stride), padding_(padding), dilation_(dilation),
+      ceil_mode_(ceil_mode) {}
+Tensor MaxPool2d::forward(const Tensor& x) {
+  return F::max_pool2d(x, kernel_, stride_, padding_, dilation_, ceil_mode_);
+}
+std::string MaxPool2d::extra_repr() const {
+  return fmt::format("kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={}", kernel_, stride_, padding_,
+                     dilation_, ceil_mode_);
+}
+
+AvgPool1d::AvgPool1d(int64_t kernel_size, std::optional<int64_t> stride, int64_t padding, bool ceil_mode,
+                     bool count_include_pad)
+    : kernel_(kernel_size), stride_(stride.value_or(kernel_size)), padding_(padding), ceil_mode_(ceil_mode),
+      count_include_pad_(count_include_pad) {}
+Tensor AvgPool1d::forward(const Tensor& x) {
+  return F::avg_pool1d(x, kernel_, stride_, padding_, ceil_mode_, count_include_pad_);
+}
+std::string AvgPool1d::extra_repr() const {
+  return fmt::format("kernel_size={}, stride={}, padding={}, ceil_mode={}, count_include_pad={}", kernel_, stride_,
+                     padding_, ceil_mode_, count_include_pad_);
+}
+
+AvgPool2d::AvgPool2d(const Shape& kernel_size, const Shape& stride, const Shape& padding, bool ceil_mode,
+                     bool count_include_pad)
+    : kernel_(kernel_size), stride_(stride.empty() ? kernel_size : stride), padding_(padding), ceil_mode_(ceil_mode),
+      count_include_pad_(count_include_pad) {}
+Tensor AvgPool2d::forward(const Tensor& x) {
+  return F::avg_pool2d(x, kernel_, stride_, padding_, ceil_mode_, count_include_pad_);
+}
+std::string AvgPool2d::extra_repr() const {
+  return fmt::format("kernel_size={}, stride={}, padding={}, ceil_mode={}, count_include_pad={}", kernel_, stride_,
+                     padding_, ceil_mode_, count_include_pad_);
+}
+
+Upsample::Upsample(const Shape& size, std::vector<double> scale_factor, std::string mode,
+                   std::optional<bool> align_corners)
+    : size_(size), scale_factor_(std::move(scale_factor)), mode_(std::move(mode)), align_corners_(align_corners) {}
+Tensor Upsample::forward(const Tensor& x) {
+  return F::interpolate(x, size_, scale_factor_, mode_, align_corners_);
+}
+std::string Upsample::extra_repr() const {
+  std::string s = size_.empty() ? fmt::format("scale_factor={}", fmt::join(scale_factor_, ", "))
+                                : fmt::format("size={}", size_);
+  return s + fmt::format(", mode={}", mode_);
+}
+
 }  // namespace mixt::nn

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <mixt/runtime/nn/module.h>
 
@@ -174,6 +175,119 @@ MIXT_NN_ELEMENTWISE_MODULE(Hardsigmoid)
 MIXT_NN_ELEMENTWISE_MODULE(SELU)
 MIXT_NN_ELEMENTWISE_MODULE(Mish)
 #undef MIXT_NN_ELEMENTWISE_MODULE
+
+// What Conv3d and the ConvTranspose modules share: the geometry, a weight [out, in / groups,
+// *kernel] ([in, out / groups, *kernel] when transposed) and a bias [out], both starting
+// U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = weight.size(1) * prod(kernel) (PyTorch's init).
+class ConvModule : public Module {
+ public:
+  std::string extra_repr() const override;
+  const Tensor& weight() const { return weight_; }
+  // The bias [out_channels] (undefined without bias).
+  const Tensor& bias() const { return bias_; }
+
+ protected:
+  ConvModule(const char* name, bool transposed, int64_t in_channels, int64_t out_channels, const Shape& kernel_size,
+             const Shape& stride, const Shape& padding, const Shape& output_padding, const Shape& dilation,
+             int64_t groups, bool bias);
+  Shape stride_, padding_, output_padding_, dilation_;
+  int64_t groups_;
+  Tensor weight_, bias_;
+};
+
+// conv3d over x [N, C_in, D, H, W] (or unbatched); each geometry value: one per dim, or one for all.
+class Conv3d : public ConvModule {
+ public:
+  Conv3d(int64_t in_channels, int64_t out_channels, const Shape& kernel_size, const Shape& stride = {1},
+         const Shape& padding = {0}, const Shape& dilation = {1}, int64_t groups = 1, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "Conv3d"; }
+};
+
+// conv_transpose1d / conv_transpose2d, with PyTorch's argument order.
+class ConvTranspose1d : public ConvModule {
+ public:
+  ConvTranspose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride = 1,
+                  int64_t padding = 0, int64_t output_padding = 0, int64_t groups = 1, bool bias = true,
+                  int64_t dilation = 1);
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "ConvTranspose1d"; }
+};
+class ConvTranspose2d : public ConvModule {
+ public:
+  ConvTranspose2d(int64_t in_channels, int64_t out_channels, const Shape& kernel_size, const Shape& stride = {1},
+                  const Shape& padding = {0}, const Shape& output_padding = {0}, int64_t groups = 1, bool bias = true,
+                  const Shape& dilation = {1});
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "ConvTranspose2d"; }
+};
+
+// Pooling layers (nn::functional's max_pool / avg_pool; an empty or unset stride is the kernel
+// size). The max pools return the maxima only: F::max_pool2d_with_indices gives the indices.
+class MaxPool1d : public Module {
+ public:
+  explicit MaxPool1d(int64_t kernel_size, std::optional<int64_t> stride = std::nullopt, int64_t padding = 0,
+                     int64_t dilation = 1, bool ceil_mode = false);
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "MaxPool1d"; }
+  std::string extra_repr() const override;
+
+ private:
+  int64_t kernel_, stride_, padding_, dilation_;
+  bool ceil_mode_;
+};
+class MaxPool2d : public Module {
+ public:
+  explicit MaxPool2d(const Shape& kernel_size, const Shape& stride = {}, const Shape& padding = {0},
+                     const Shape& dilation = {1}, bool ceil_mode = false);
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "MaxPool2d"; }
+  std::string extra_repr() const override;
+
+ private:
+  Shape kernel_, stride_, padding_, dilation_;
+  bool ceil_mode_;
+};
+class AvgPool1d : public Module {
+ public:
+  explicit AvgPool1d(int64_t kernel_size, std::optional<int64_t> stride = std::nullopt, int64_t padding = 0,
+                     bool ceil_mode = false, bool count_include_pad = true);
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "AvgPool1d"; }
+  std::string extra_repr() const override;
+
+ private:
+  int64_t kernel_, stride_, padding_;
+  bool ceil_mode_, count_include_pad_;
+};
+class AvgPool2d : public Module {
+ public:
+  explicit AvgPool2d(const Shape& kernel_size, const Shape& stride = {}, const Shape& padding = {0},
+                     bool ceil_mode = false, bool count_include_pad = true);
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "AvgPool2d"; }
+  std::string extra_repr() const override;
+
+ private:
+  Shape kernel_, stride_, padding_;
+  bool ceil_mode_, count_include_pad_;
+};
+
+// F::interpolate to `size`, or by `scale_factor`, with `mode` "nearest", "linear" or "bilinear".
+class Upsample : public Module {
+ public:
+  explicit Upsample(const Shape& size = {}, std::vector<double> scale_factor = {}, std::string mode = "nearest",
+                    std::optional<bool> align_corners = std::nullopt);
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "Upsample"; }
+  std::string extra_repr() const override;
+
+ private:
+  Shape size_;
+  std::vector<double> scale_factor_;
+  std::string mode_;
+  std::optional<bool> align_corners_;
+};
 
 // Runs its children in order, feeding each one's output to the next. Children are
 // named "0", "1", ...; pass modules by value (moved) or as shared_ptr.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 #include <string_view>
 
 #include <mixt/dispatcher/attrs.h>
@@ -187,5 +188,83 @@ Tensor im2col(const Tensor& x, const Shape& kernel, const Shape& stride, const S
               const Shape& dilation);
 Tensor col2im(const Tensor& cols, const Shape& spatial, const Shape& kernel, const Shape& stride,
               const Shape& padding, const Shape& dilation);
+
+// x [N, C_in, D, H, W] (or unbatched [C_in, D, H, W]), weight [C_out, C_in/groups, KD, KH, KW].
+// Each of stride, padding and dilation holds one value per spatial dim, or one for all of them.
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), const Shape& stride = {1},
+              const Shape& padding = {0}, const Shape& dilation = {1}, int64_t groups = 1);
+// Transposed convolutions (the adjoint of convNd with respect to its input), in PyTorch's
+// argument order: x [N, C_in, *spatial] (or unbatched), weight [C_in, C_out/groups, *kernel];
+// each output size is (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1,
+// with output_padding smaller than the stride or the dilation.
+Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), int64_t stride = 1,
+                        int64_t padding = 0, int64_t output_padding = 0, int64_t groups = 1, int64_t dilation = 1);
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                        const Shape& stride = {1}, const Shape& padding = {0}, const Shape& output_padding = {0},
+                        int64_t groups = 1, const Shape& dilation = {1});
+Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                        const Shape& stride = {1}, const Shape& padding = {0}, const Shape& output_padding = {0},
+                        int64_t groups = 1, const Shape& dilation = {1});
+
+// Pooling over the trailing 1, 2 or 3 dims of x [N, C, *spatial] (or [C, *spatial]). An unset
+// or empty stride is the kernel size; padding is at most half the kernel; ceil_mode rounds the
+// output size up (a last window must start inside the input or its left padding).
+// avg_pool: count_include_pad divides by the window's size within the padded input, else by
+// its size within the input.
+Tensor avg_pool1d(const Tensor& x, int64_t kernel_size, std::optional<int64_t> stride = std::nullopt,
+                  int64_t padding = 0, bool ceil_mode = false, bool count_include_pad = true);
+Tensor avg_pool2d(const Tensor& x, const Shape& kernel_size, const Shape& stride = {}, const Shape& padding = {0},
+                  bool ceil_mode = false, bool count_include_pad = true);
+Tensor avg_pool3d(const Tensor& x, const Shape& kernel_size, const Shape& stride = {}, const Shape& padding = {0},
+                  bool ceil_mode = false, bool count_include_pad = true);
+// max_pool: the maximum of each window (NaN wins); the _with_indices forms also return where
+// it is, as PyTorch's return_indices: the flat index into each input plane (h * W + w), int64.
+struct PoolWithIndices {
+  Tensor values, indices;
+};
+Tensor max_pool1d(const Tensor& x, int64_t kernel_size, std::optional<int64_t> stride = std::nullopt,
+                  int64_t padding = 0, int64_t dilation = 1, bool ceil_mode = false);
+Tensor max_pool2d(const Tensor& x, const Shape& kernel_size, const Shape& stride = {}, const Shape& padding = {0},
+                  const Shape& dilation = {1}, bool ceil_mode = false);
+PoolWithIndices max_pool1d_with_indices(const Tensor& x, int64_t kernel_size,
+                                        std::optional<int64_t> stride = std::nullopt, int64_t padding = 0,
+                                        int64_t dilation = 1, bool ceil_mode = false);
+PoolWithIndices max_pool2d_with_indices(const Tensor& x, const Shape& kernel_size, const Shape& stride = {},
+                                        const Shape& padding = {0}, const Shape& dilation = {1},
+                                        bool ceil_mode = false);
+// The mean of windows [floor(i * in / out), ceil((i + 1) * in / out)) for each output index i.
+Tensor adaptive_avg_pool1d(const Tensor& x, int64_t output_size);
+Tensor adaptive_avg_pool2d(const Tensor& x, const Shape& output_size);
+
+// Padding, as PyTorch's F.pad: `pad` holds (before, after) pairs from the last dim on.
+// mode "constant" pads any number of dims with `value` (0 when unset; a negative pad
+// crops); "reflect" (mirrors without repeating the edge; pads smaller than the dim) and
+// "replicate" (repeats the edge) pad the last 1 or 2 dims of a 2-D/3-D or 3-D/4-D input.
+Tensor pad(const Tensor& x, const Shape& pad, std::string_view mode = "constant",
+           std::optional<double> value = std::nullopt);
+Tensor constant_pad_nd(const Tensor& x, const Shape& pad, const Scalar& value = 0);
+Tensor reflection_pad1d(const Tensor& x, const Shape& pad);
+Tensor reflection_pad2d(const Tensor& x, const Shape& pad);
+Tensor replication_pad1d(const Tensor& x, const Shape& pad);
+Tensor replication_pad2d(const Tensor& x, const Shape& pad);
+
+// Resizes the trailing dims of x [N, C, W] or [N, C, H, W] to `size`, or by `scale_factor`
+// (one value per resized dim, or one for all: the size is floor(in * scale)), as PyTorch's
+// F.interpolate: mode "nearest" (source index floor(out * in / size)), "linear" (3-D x) or
+// "bilinear" (4-D x), whose align_corners maps the corner pixels onto each other.
+Tensor interpolate(const Tensor& x, const Shape& size = {}, const std::vector<double>& scale_factor = {},
+                   std::string_view mode = "nearest", std::optional<bool> align_corners = std::nullopt);
+// The ops behind it: x [N, C, H, W] -> [N, C, *output_size]; a scale is the factor asked
+// for (the source position is out / scale), unset: the size ratio.
+Tensor upsample_nearest2d(const Tensor& x, const Shape& output_size, std::optional<double> scale_h = std::nullopt,
+                          std::optional<double> scale_w = std::nullopt);
+Tensor upsample_bilinear2d(const Tensor& x, const Shape& output_size, bool align_corners,
+                           std::optional<double> scale_h = std::nullopt, std::optional<double> scale_w = std::nullopt);
+// Samples input [N, C, H, W] at grid [N, H', W', 2] (x then y, in [-1, 1] across the input)
+// into [N, C, H', W']: mode "bilinear" or "nearest", padding_mode "zeros" or "border"
+// (outside points read 0, or the nearest edge); align_corners puts -1 and 1 at the corner
+// pixels' centres rather than their outer edges.
+Tensor grid_sample(const Tensor& input, const Tensor& grid, std::string_view mode = "bilinear",
+                   std::string_view padding_mode = "zeros", bool align_corners = false);
 
 }  // namespace mixt::nn::functional

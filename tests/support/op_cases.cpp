@@ -735,6 +735,7 @@ std::vector<OpCase> build_cases() {
   add_reduction_cases(b);
   add_matmul_cases(b);
   add_nn_cases(b);
+  add_spatial_cases(b);
   add_amp_cases(b);
   // A composite op has no kernel of its own: on CUDA it runs its inner ops' CUDA kernels,
   // so its CUDA dtypes are the CPU's, limited to mm's CUDA dtypes where it multiplies
@@ -745,7 +746,9 @@ std::vector<OpCase> build_cases() {
   for (const OpCase& c : b.cases)
     if (c.op == OpId::mm) mm_cuda |= c.cuda_dtypes;
   const std::set<OpId> multiplies_matrices = {OpId::matmul, OpId::dot,    OpId::mv, OpId::outer,
-                                              OpId::conv1d, OpId::conv2d, OpId::scaled_dot_product_attention};
+                                              OpId::conv1d, OpId::conv2d, OpId::scaled_dot_product_attention,
+                                              OpId::conv3d, OpId::conv_transpose1d, OpId::conv_transpose2d,
+                                              OpId::conv_transpose3d};
   for (OpCase& c : b.cases)
     if (c.cuda_dtypes == kNoCuda && op_entry(c.op).has(op_flags::Composite))
       c.cuda_dtypes = multiplies_matrices.count(c.op) ? c.cpu_dtypes & mm_cuda : c.cpu_dtypes;
