@@ -27,6 +27,9 @@ constexpr Entry kCuda[] = {
     {OpId::linear, Policy::Lower}, {OpId::baddbmm, Policy::Lower}, {OpId::bmm, Policy::Lower},
     {OpId::scaled_dot_product_attention, Policy::Lower},
     {OpId::prelu, Policy::Lower},
+    {OpId::addmv, Policy::Lower}, {OpId::addr, Policy::Lower}, {OpId::addbmm, Policy::Lower},
+    {OpId::linalg_vecdot, Policy::Lower}, {OpId::chain_matmul, Policy::Lower}, {OpId::linalg_multi_dot, Policy::Lower},
+    {OpId::einsum, Policy::Lower},
     // fp32
     {OpId::erfinv, Policy::Fp32}, {OpId::exp, Policy::Fp32}, {OpId::expm1, Policy::Fp32},
     {OpId::log, Policy::Fp32}, {OpId::log10, Policy::Fp32}, {OpId::log2, Policy::Fp32},
@@ -57,6 +60,7 @@ constexpr Entry kCuda[] = {
     {OpId::grid_sampler_2d, Policy::Promote},
     {OpId::addcdiv, Policy::Promote}, {OpId::addcmul, Policy::Promote}, {OpId::atan2, Policy::Promote},
     {OpId::dot, Policy::Promote}, {OpId::scatter_add, Policy::Promote}, {OpId::cross, Policy::Promote},
+    {OpId::vdot, Policy::Promote}, {OpId::tensordot, Policy::Promote}, {OpId::bilinear, Policy::Promote},
     // banned
     {OpId::binary_cross_entropy, Policy::Banned},
 };
@@ -71,6 +75,11 @@ constexpr Entry kCpu[] = {
     {OpId::linear, Policy::Lower}, {OpId::matmul, Policy::Lower},
     {OpId::scaled_dot_product_attention, Policy::Lower},
     {OpId::prelu, Policy::Lower},
+    {OpId::linalg_vecdot, Policy::Lower}, {OpId::addmm_activation, Policy::Lower}, {OpId::addbmm, Policy::Lower},
+    // Not on the CPU list: composites there that multiply through mm or bmm, which the CPU list lowers
+    // (Note [Decomposed ops in the tables]).
+    {OpId::einsum, Policy::Lower}, {OpId::tensordot, Policy::Lower}, {OpId::chain_matmul, Policy::Lower},
+    {OpId::linalg_multi_dot, Policy::Lower},
     // fp32
     {OpId::binary_cross_entropy, Policy::Fp32}, {OpId::prod, Policy::Fp32}, {OpId::mse_loss, Policy::Fp32},
     {OpId::avg_pool3d, Policy::Fp32}, {OpId::grid_sampler_2d, Policy::Fp32}, {OpId::reflection_pad1d, Policy::Fp32},

@@ -75,6 +75,10 @@ template <>
 std::string print_attr<GeluApprox>(const void* p) {
   return std::string(enum_name(field<GeluApprox>(p)));
 }
+template <>
+std::string print_attr<EinsumEquation>(const void* p) {
+  return fmt::format("\"{}\"", field<EinsumEquation>(p).text);
+}
 }  // namespace detail
 
 std::ostream& operator<<(std::ostream& os, Reduction r) { return os << detail::enum_name(r); }

@@ -28,6 +28,12 @@ class Generator;
 enum class Reduction : uint8_t { None, Mean, Sum };    // of a loss
 enum class Rounding : uint8_t { True, Trunc, Floor };  // of div
 enum class GeluApprox : uint8_t { None, Tanh };        // of gelu
+// einsum's equation, held inline (attributes are trivially copyable): at most
+// kMaxChars characters, NUL-terminated.
+struct EinsumEquation {
+  static constexpr size_t kMaxChars = 127;
+  char text[kMaxChars + 1] = {};
+};
 // Print as the attribute dumps do: "mean", "floor", "tanh" (fmt: <mixt/dispatcher/formatters.h>).
 std::ostream& operator<<(std::ostream& os, Reduction r);
 std::ostream& operator<<(std::ostream& os, Rounding r);
@@ -117,13 +123,15 @@ template <> std::string print_attr<std::optional<double>>(const void*);
 template <> std::string print_attr<Reduction>(const void*);
 template <> std::string print_attr<Rounding>(const void*);
 template <> std::string print_attr<GeluApprox>(const void*);
+template <> std::string print_attr<EinsumEquation>(const void*);
 // The printer of attribute type T, or nullptr (types outside that list).
 template <class T>
 constexpr auto attr_printer() -> std::string (*)(const void*) {
   if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double> || std::is_same_v<T, bool> ||
                 std::is_same_v<T, Scalar> || std::is_same_v<T, Shape> || std::is_same_v<T, std::optional<int64_t>> ||
                 std::is_same_v<T, std::optional<double>> || std::is_same_v<T, Reduction> ||
-                std::is_same_v<T, Rounding> || std::is_same_v<T, GeluApprox>)
+                std::is_same_v<T, Rounding> || std::is_same_v<T, GeluApprox> ||
+                std::is_same_v<T, EinsumEquation>)
     return &print_attr<T>;
   else
     return nullptr;

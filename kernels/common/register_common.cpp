@@ -12,6 +12,7 @@ void register_common_kernels() {
   register_spatial_composite_kernels();
   register_loss_composite_kernels();
   register_distance_composite_kernels();
+  register_linalg_composite_kernels();
 }
 
 }  // namespace mixt

@@ -10,4 +10,5 @@ void register_nn_composite_kernels();  // kernels/composite/nn.cpp: losses, norm
 void register_spatial_composite_kernels();  // kernels/composite/spatial.cpp: conv3d, transposed convs, pooling, padding, resampling
 void register_loss_composite_kernels();      // kernels/composite/losses.cpp: the margin and embedding losses
 void register_distance_composite_kernels();  // kernels/composite/distance.cpp: dist, cdist, pdist, renorm, cross
+void register_linalg_composite_kernels();    // kernels/composite/linalg.cpp: addmv, addr, einsum, tensordot, ...
 }  // namespace mixt

@@ -348,6 +348,11 @@ Tensor cosine_similarity(const Tensor& a, const Tensor& b, int64_t dim, double e
   return call_op(c);
 }
 
+Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const Tensor& bias) {
+  OpCall c = make_call(OpId::bilinear, {x1, x2, weight}, {bias});
+  return call_op(c);
+}
+
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
                                     double dropout_p, bool is_causal, std::optional<double> scale, Generator* gen) {
   OpCall c = make_call(OpId::scaled_dot_product_attention, {q, k, v}, {attn_mask});

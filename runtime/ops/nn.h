@@ -168,6 +168,8 @@ Tensor soft_margin_loss(const Tensor& input, const Tensor& target, Reduction red
 Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p = 1, double margin = 1.0,
                          const Tensor& weight = Tensor(), Reduction reduction = Reduction::Mean);
 Tensor cosine_similarity(const Tensor& a, const Tensor& b, int64_t dim = 1, double eps = 1e-8);
+// x1 [*, in1]^T weight [out, in1, in2] x2 [*, in2] + bias [out]: the bilinear layer, [*, out].
+Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const Tensor& bias = Tensor());
 
 // softmax(q k^T * scale + mask) v over the last two dims; `attn_mask` is bool
 // (true = attend) or additive floating; is_causal masks the upper triangle.

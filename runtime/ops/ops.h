@@ -307,6 +307,37 @@ Tensor dot(const Tensor& a, const Tensor& b);
 Tensor mv(const Tensor& m, const Tensor& v);
 Tensor outer(const Tensor& a, const Tensor& b);
 
+// ---- linear algebra (composites of the matmul family; PyTorch's names and argument order) ----
+// beta * self + alpha * (mat [n, m] @ vec [m]); self broadcasts to [n]. beta = 0 ignores self's values
+// (NaN and Inf included), as addmm does.
+Tensor addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scalar& beta = 1, const Scalar& alpha = 1);
+// beta * self + alpha * outer(vec1 [n], vec2 [m]); self broadcasts to [n, m].
+Tensor addr(const Tensor& self, const Tensor& vec1, const Tensor& vec2, const Scalar& beta = 1,
+            const Scalar& alpha = 1);
+// beta * self + alpha * the sum over b of batch1[b] [n, k] @ batch2[b] [k, m]; self broadcasts to [n, m].
+Tensor addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta = 1,
+              const Scalar& alpha = 1);
+// torch._addmm_activation: addmm(self, mat1, mat2, beta, alpha), then relu, or with use_gelu gelu
+// (PyTorch's choice per device: the tanh approximation on CUDA, the exact erf form elsewhere).
+Tensor addmm_activation(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1,
+                        const Scalar& alpha = 1, bool use_gelu = false);
+// Dot product of two 1-D tensors of one dtype (mixt's dtypes are real: no conjugation).
+Tensor vdot(const Tensor& a, const Tensor& b);
+// sum(x * y, dim) of x and y broadcast together (torch.linalg.vecdot; real dtypes).
+Tensor linalg_vecdot(const Tensor& x, const Tensor& y, int64_t dim = -1);
+// The product of 2-D matrices, multiplied in the order that costs the fewest multiplications.
+Tensor chain_matmul(const std::vector<Tensor>& matrices);
+// As chain_matmul; the first argument may be 1-D (a row vector) and the last 1-D (a column
+// vector), and those dims are dropped from the result (torch.linalg.multi_dot).
+Tensor linalg_multi_dot(const std::vector<Tensor>& tensors);
+// Sums the products of a and b over the last `dims` dims of a and the first `dims` of b.
+Tensor tensordot(const Tensor& a, const Tensor& b, int64_t dims = 2);
+// Sums over a's dims_a[i] paired with b's dims_b[i]; the result has a's free dims, then b's.
+Tensor tensordot(const Tensor& a, const Tensor& b, const Shape& dims_a, const Shape& dims_b);
+// Einstein summation, as torch.einsum: "ij,jk->ik", implicit outputs ("ij,jk": the labels seen
+// once, in alphabetical order), repeated labels on one operand (a diagonal: "ii->i"), and "..."
+// for broadcast dims. Letters a-z and A-Z; spaces are ignored. See docs/ops.md.
+Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands);
 // scaled_mm's optional arguments (torch._scaled_mm's keywords).
 struct ScaledMmOptions {
   // [N]: bfloat16 for bfloat16 results, float16 for float16 results, either for float8; none for float32.

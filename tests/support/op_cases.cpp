@@ -734,6 +734,7 @@ std::vector<OpCase> build_cases() {
   add_binary_cases(b);
   add_reduction_cases(b);
   add_matmul_cases(b);
+  add_linalg_cases(b);
   add_nn_cases(b);
   add_spatial_cases(b);
   add_amp_cases(b);
