@@ -1,7 +1,7 @@
 // einsum: the equation parsed and checked (every malformed equation raises naming it), each
 // operand's repeated labels taken as a diagonal (as_strided), labels no later operand or the
 // output needs summed early, and the operands contracted left to right, each pair as one bmm
-// of [batch, free, summed] @ [batch, summed, free] (Note [Einsum]).
+// of [batch, free, summed] @ [batch, summed, free] (docs/ops.md, "Linear algebra").
 #include <algorithm>
 #include <array>
 #include <string>
