@@ -20,6 +20,8 @@ struct Entry {
 // CUDA (PyTorch's AutocastCUDA lists).
 constexpr Entry kCuda[] = {
     // lower_precision_fp
+    {OpId::lstm_cell, Policy::Lower}, {OpId::gru_cell, Policy::Lower}, {OpId::rnn_tanh_cell, Policy::Lower},
+    {OpId::rnn_relu_cell, Policy::Lower},
     {OpId::conv1d, Policy::Lower}, {OpId::conv2d, Policy::Lower}, {OpId::addmm, Policy::Lower},
     {OpId::conv3d, Policy::Lower}, {OpId::conv_transpose1d, Policy::Lower}, {OpId::conv_transpose2d, Policy::Lower},
     {OpId::conv_transpose3d, Policy::Lower},
@@ -56,6 +58,7 @@ constexpr Entry kCuda[] = {
     {OpId::log_softmax, Policy::Fp32OptDtype}, {OpId::cumprod, Policy::Fp32OptDtype},
     {OpId::cumsum, Policy::Fp32OptDtype}, {OpId::sum, Policy::Fp32OptDtype}, {OpId::norm, Policy::Fp32OptDtype},
     // promote
+    {OpId::index_put, Policy::Promote},
     // PyTorch lists grid_sampler, the op grid_sample calls (grid_sampler_2d here).
     {OpId::grid_sampler_2d, Policy::Promote},
     {OpId::addcdiv, Policy::Promote}, {OpId::addcmul, Policy::Promote}, {OpId::atan2, Policy::Promote},

@@ -11,4 +11,6 @@ void register_spatial_composite_kernels();  // kernels/composite/spatial.cpp: co
 void register_loss_composite_kernels();      // kernels/composite/losses.cpp: the margin and embedding losses
 void register_distance_composite_kernels();  // kernels/composite/distance.cpp: dist, cdist, pdist, renorm, cross
 void register_linalg_composite_kernels();    // kernels/composite/linalg.cpp: addmv, addr, einsum, tensordot, ...
+void register_rnn_composite_kernels();    // kernels/composite/rnn.cpp: lstm_cell, gru_cell, rnn_tanh_cell, rnn_relu_cell
+void register_index_composite_kernels();  // kernels/composite/index.cpp: index_add, index_put
 }  // namespace mixt

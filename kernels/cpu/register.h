@@ -19,4 +19,6 @@ void register_norm_backward_kernels();
 void register_conv_kernels();
 void register_amp_kernels();
 void register_optim_step_kernels();
+void register_sort_kernels();            // kernels/cpu/sort.cpp: sort, argsort, topk, unique
+void register_masked_select_kernels();   // kernels/cpu/masked_select.cpp: masked_select, nonzero
 }  // namespace mixt::cpu

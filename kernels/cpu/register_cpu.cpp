@@ -21,6 +21,8 @@ void register_cpu_kernels() {
   cpu::register_conv_kernels();
   cpu::register_amp_kernels();
   cpu::register_optim_step_kernels();
+  cpu::register_sort_kernels();
+  cpu::register_masked_select_kernels();
 }
 
 }  // namespace mixt

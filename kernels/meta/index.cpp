@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/sort_checks.h>
 #include <mixt/kernels/meta/rules.h>
 
 namespace mixt::meta {
@@ -94,6 +95,31 @@ void embedding(const OpCall& c, OutputMeta* out) {
   Shape sizes = indices.sizes();
   sizes.push_back(weight.size(1));
   out[0] = {sizes, weight.dtype()};
+}
+
+// nonzero, masked_select, unique: how many elements the result has is in the values, which
+// meta tensors do not have (PyTorch's meta kernels refuse them too).
+void data_dependent(const OpCall& c, OutputMeta*) {
+  MIXT_FAIL_OP(c, "the size of its result depends on the input's values, which meta tensors do not have "
+                  "(inputs {})", c.in[0].sizes());
+}
+
+// sort: values (the input's shape and dtype) and int64 indices; argsort: the indices.
+void sort(const OpCall& c, OutputMeta* out) {
+  const Tensor& t = c.in[0];
+  sort_checks::sort_dim(c, t, c.attrs.get<attrs::Sort>().dim);
+  if (c.op == OpId::argsort) {
+    out[0] = {t.sizes(), kInt64};
+    return;
+  }
+  out[0] = {t.sizes(), t.dtype()};
+  out[1] = {t.sizes(), kInt64};
+}
+
+void topk(const OpCall& c, OutputMeta* out) {
+  const Shape sizes = sort_checks::topk_sizes(c, c.in[0]);
+  out[0] = {sizes, c.in[0].dtype()};
+  out[1] = {sizes, kInt64};
 }
 
 }  // namespace mixt::meta

@@ -49,6 +49,10 @@ void gather(const OpCall&, OutputMeta*);
 void scatter(const OpCall&, OutputMeta*);
 void masked_fill(const OpCall&, OutputMeta*);
 void embedding(const OpCall&, OutputMeta*);
+// Ops whose result size depends on the data (nonzero, masked_select, unique): they raise.
+void data_dependent(const OpCall&, OutputMeta*);
+void sort(const OpCall&, OutputMeta*);  // sort: values and int64 indices; argsort: the indices
+void topk(const OpCall&, OutputMeta*);
 
 // ---- reductions and scans (kernels/meta/reduce.cpp) ----
 void reduce_sum(const OpCall&, OutputMeta*);           // sum, prod: integers accumulate as int64

@@ -163,6 +163,26 @@ Grads embedding_bw(const BackwardContext& c, const Grads& g) {
 
 Grads to_bw(const BackwardContext&, const Grads& g) { return {g[0]}; }
 
+// masked_select: the gradient goes back to the selected positions of the broadcast input,
+// then sums over the broadcast dims.
+Grads masked_select_bw(const BackwardContext& c, const Grads& g) {
+  const TensorMeta& m = c.input_meta(0);
+  const Tensor mask = c.input(1);
+  const Shape shape = broadcast_shapes(m.sizes, mask.sizes(), "masked_select");
+  const Tensor positions = reshape(nonzero(reshape(expand(mask, shape), {-1})), {-1});
+  const Tensor flat = scatter(zeros({shape.numel()}, like(m)), 0, positions, g[0].to(m.dtype));
+  return {sum_to(reshape(flat, shape), m.sizes), Tensor()};
+}
+
+// sort and topk: each value's gradient goes back to where it came from (out1, the indices).
+Grads sorted_values_bw(const BackwardContext& c, const Grads& g) {
+  const TensorMeta& m = c.input_meta(0);
+  if (!g[0].defined()) return {Tensor()};
+  if (m.sizes.size() == 0) return {reshape(g[0], {})};
+  const int64_t dim = c.op() == OpId::topk ? c.attrs().get<attrs::Topk>().dim : c.attrs().get<attrs::Sort>().dim;
+  return {scatter(zeros(m.sizes, like(m)), wrap_dim(dim, m.sizes.size(), "sort"), c.output(1), g[0].to(m.dtype))};
+}
+
 }  // namespace
 
 void register_shape_derivatives() {
@@ -189,6 +209,9 @@ void register_shape_derivatives() {
   define_derivative(OpId::masked_fill_, {masked_fill_bw, in1});
   define_derivative(OpId::where, {where_bw, in0});
   define_derivative(OpId::embedding, {embedding_bw, in1});
+  define_derivative(OpId::masked_select, {masked_select_bw, in1});
+  define_derivative(OpId::sort, {sorted_values_bw, 0, out1});
+  define_derivative(OpId::topk, {sorted_values_bw, 0, out1});
 }
 
 }  // namespace mixt::autograd

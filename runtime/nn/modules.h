@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <mixt/runtime/nn/module.h>
+#include <mixt/runtime/ops/nn.h>
 
 namespace mixt::nn {
 
@@ -43,6 +44,110 @@ class Embedding : public Module {
  private:
   std::optional<int64_t> padding_idx_;  // in [0, num_embeddings)
   Tensor weight_;
+};
+
+// ---- recurrent layers (runtime/nn/recurrent.cpp) ----
+// Every weight and bias starts U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) (PyTorch's init).
+// Inputs are [B, input_size] for the cells, or one unbatched sample [input_size]; an
+// undefined state starts at zeros.
+
+// The parameters of a cell with G gates of hidden_size rows each: w_ih [G H, I], w_hh [G H, H],
+// b_ih and b_hh [G H] (undefined without bias).
+struct RecurrentWeights {
+  Tensor w_ih, w_hh, b_ih, b_hh;
+};
+
+// One LSTM step: functional::lstm_cell with its own weights.
+class LSTMCell : public Module {
+ public:
+  LSTMCell(int64_t input_size, int64_t hidden_size, bool bias = true);
+  // (h', c') from x and (h, c).
+  functional::LstmState forward(const Tensor& x, const functional::LstmState& state);
+  // h' from a zero state.
+  Tensor forward(const Tensor& x) override { return forward(x, {}).h; }
+  std::string name() const override { return "LSTMCell"; }
+  std::string extra_repr() const override;
+  const RecurrentWeights& weights() const { return w_; }
+
+ private:
+  int64_t input_size_, hidden_size_;
+  RecurrentWeights w_;
+};
+
+// One GRU step: functional::gru_cell with its own weights.
+class GRUCell : public Module {
+ public:
+  GRUCell(int64_t input_size, int64_t hidden_size, bool bias = true);
+  // h' from x and h.
+  Tensor forward(const Tensor& x, const Tensor& h);
+  Tensor forward(const Tensor& x) override { return forward(x, Tensor()); }
+  std::string name() const override { return "GRUCell"; }
+  std::string extra_repr() const override;
+  const RecurrentWeights& weights() const { return w_; }
+
+ private:
+  int64_t input_size_, hidden_size_;
+  RecurrentWeights w_;
+};
+
+// One Elman RNN step: h' = tanh (or relu) of x w_ih^T + b_ih + h w_hh^T + b_hh.
+class RNNCell : public Module {
+ public:
+  // nonlinearity: "tanh" or "relu".
+  RNNCell(int64_t input_size, int64_t hidden_size, bool bias = true, const std::string& nonlinearity = "tanh");
+  Tensor forward(const Tensor& x, const Tensor& h);
+  Tensor forward(const Tensor& x) override { return forward(x, Tensor()); }
+  std::string name() const override { return "RNNCell"; }
+  std::string extra_repr() const override;
+  const RecurrentWeights& weights() const { return w_; }
+
+ private:
+  int64_t input_size_, hidden_size_;
+  bool relu_;
+  RecurrentWeights w_;
+};
+
+// What LSTM and GRU return: the last layer's h at every step, and each layer's final states.
+struct RecurrentOutput {
+  Tensor output;  // [T, B, H] ([B, T, H] with batch_first; [T, H] unbatched)
+  Tensor h;       // [num_layers, B, H] ([num_layers, H] unbatched)
+  Tensor c;       // LSTM only, as h
+};
+
+// A stack of num_layers LSTM cells run over a sequence x [T, B, input_size] ([B, T, input_size]
+// with batch_first, [T, input_size] unbatched); layer l > 0 reads layer l - 1's outputs.
+// Parameters per layer as PyTorch names them: weight_ih_l{l}, weight_hh_l{l}, bias_ih_l{l}, bias_hh_l{l}.
+class LSTM : public Module {
+ public:
+  LSTM(int64_t input_size, int64_t hidden_size, int64_t num_layers = 1, bool bias = true, bool batch_first = false);
+  // state: initial h and c, [num_layers, B, H] each (undefined: zeros).
+  RecurrentOutput forward(const Tensor& x, const functional::LstmState& state);
+  Tensor forward(const Tensor& x) override { return forward(x, {}).output; }
+  std::string name() const override { return "LSTM"; }
+  std::string extra_repr() const override;
+  const std::vector<RecurrentWeights>& layers() const { return layers_; }
+
+ private:
+  int64_t input_size_, hidden_size_;
+  bool batch_first_;
+  std::vector<RecurrentWeights> layers_;
+};
+
+// A stack of GRU cells over a sequence, as LSTM (parameters named alike; no cell state).
+class GRU : public Module {
+ public:
+  GRU(int64_t input_size, int64_t hidden_size, int64_t num_layers = 1, bool bias = true, bool batch_first = false);
+  // h0: the initial hidden state [num_layers, B, H] (undefined: zeros).
+  RecurrentOutput forward(const Tensor& x, const Tensor& h0);
+  Tensor forward(const Tensor& x) override { return forward(x, Tensor()).output; }
+  std::string name() const override { return "GRU"; }
+  std::string extra_repr() const override;
+  const std::vector<RecurrentWeights>& layers() const { return layers_; }
+
+ private:
+  int64_t input_size_, hidden_size_;
+  bool batch_first_;
+  std::vector<RecurrentWeights> layers_;
 };
 
 // Layer normalization over the trailing `normalized_shape` dims (weight 1, bias 0).

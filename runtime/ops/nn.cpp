@@ -2,6 +2,7 @@
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/runtime/check.h>
 #include <mixt/runtime/ops/nn.h>
+#include <mixt/runtime/ops/ops.h>
 
 namespace mixt::nn::functional {
 namespace {
@@ -394,6 +395,53 @@ Tensor col2im(const Tensor& cols, const Shape& spatial, const Shape& kernel, con
   c.attrs.get<attrs::Col2im>() = {spatial, kernel, per_dim(stride, r, "col2im", "stride"),
                                   per_dim(padding, r, "col2im", "padding"), per_dim(dilation, r, "col2im", "dilation")};
   return call_op(c);
+}
+
+namespace {
+
+// A recurrent cell's state, or zeros ([H], or [B, H] for a batched input) when it is undefined.
+Tensor state_or_zeros(const Tensor& state, const Tensor& input, const Tensor& w_hh, const char* op) {
+  if (state.defined()) return state;
+  MIXT_CHECK(input.defined() && w_hh.defined(), op, "a required input is undefined");
+  MIXT_CHECK(w_hh.dim() == 2 && (input.dim() == 1 || input.dim() == 2), op,
+             "expected a 1-D or 2-D input and a 2-D w_hh, got shapes {} and {}", input.sizes(), w_hh.sizes());
+  const Shape sizes = input.dim() == 1 ? Shape{w_hh.size(1)} : Shape{input.size(0), w_hh.size(1)};
+  return zeros(sizes, {.dtype = input.dtype(), .device = input.device()});
+}
+
+Tensor simple_cell(OpId id, const Tensor& input, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh,
+                   const Tensor& b_ih, const Tensor& b_hh) {
+  const Tensor h0 = state_or_zeros(h, input, w_hh, op_name(id).data());
+  OpCall c = make_call(id, {input, h0, w_ih, w_hh}, {b_ih, b_hh});
+  return call_op(c);
+}
+
+}  // namespace
+
+LstmState lstm_cell(const Tensor& input, const LstmState& state, const Tensor& w_ih, const Tensor& w_hh,
+                    const Tensor& b_ih, const Tensor& b_hh) {
+  const Tensor h = state_or_zeros(state.h, input, w_hh, "lstm_cell");
+  const Tensor cx = state_or_zeros(state.c, input, w_hh, "lstm_cell");
+  const std::vector<Tensor> states{h, cx};
+  OpCall c = make_call(OpId::lstm_cell, {input, w_ih, w_hh}, {b_ih, b_hh});
+  c.list = states;
+  dispatch(c);
+  return {std::move(c.out[0]), std::move(c.out[1])};
+}
+
+Tensor gru_cell(const Tensor& input, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+                const Tensor& b_hh) {
+  return simple_cell(OpId::gru_cell, input, h, w_ih, w_hh, b_ih, b_hh);
+}
+
+Tensor rnn_tanh_cell(const Tensor& input, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+                     const Tensor& b_hh) {
+  return simple_cell(OpId::rnn_tanh_cell, input, h, w_ih, w_hh, b_ih, b_hh);
+}
+
+Tensor rnn_relu_cell(const Tensor& input, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+                     const Tensor& b_hh) {
+  return simple_cell(OpId::rnn_relu_cell, input, h, w_ih, w_hh, b_ih, b_hh);
 }
 
 }  // namespace mixt::nn::functional

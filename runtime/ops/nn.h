@@ -269,4 +269,23 @@ Tensor upsample_bilinear2d(const Tensor& x, const Shape& output_size, bool align
 Tensor grid_sample(const Tensor& input, const Tensor& grid, std::string_view mode = "bilinear",
                    std::string_view padding_mode = "zeros", bool align_corners = false);
 
+// ---- recurrent cells (PyTorch's gate order; biases optional; 1-D input: one unbatched sample) ----
+// input [B, I] (or [I]), hidden states [B, H] (or [H]); an undefined state starts at zeros.
+struct LstmState {
+  Tensor h;
+  Tensor c;
+};
+// i, f, g, o = chunk(input w_ih^T + b_ih + h w_hh^T + b_hh, 4); c' = sigmoid(f) c + sigmoid(i) tanh(g);
+// h' = sigmoid(o) tanh(c'). w_ih [4H, I], w_hh [4H, H], biases [4H].
+LstmState lstm_cell(const Tensor& input, const LstmState& state, const Tensor& w_ih, const Tensor& w_hh,
+                    const Tensor& b_ih = Tensor(), const Tensor& b_hh = Tensor());
+// r, z, n gates: n = tanh(x_n + r (h_n)), h' = (1 - z) n + z h. w_ih [3H, I], w_hh [3H, H], biases [3H].
+Tensor gru_cell(const Tensor& input, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh,
+                const Tensor& b_ih = Tensor(), const Tensor& b_hh = Tensor());
+// h' = tanh(input w_ih^T + b_ih + h w_hh^T + b_hh) (relu for rnn_relu_cell). w_ih [H, I], w_hh [H, H].
+Tensor rnn_tanh_cell(const Tensor& input, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh,
+                     const Tensor& b_ih = Tensor(), const Tensor& b_hh = Tensor());
+Tensor rnn_relu_cell(const Tensor& input, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh,
+                     const Tensor& b_ih = Tensor(), const Tensor& b_hh = Tensor());
+
 }  // namespace mixt::nn::functional

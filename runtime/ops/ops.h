@@ -105,6 +105,18 @@ Tensor& masked_fill_(Tensor& t, const Tensor& mask, const Scalar& value);
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& condition, const Scalar& a, const Tensor& b);
 Tensor where(const Tensor& condition, const Tensor& a, const Scalar& b);
+// self with alpha * source added at the slices `index` (1-D, int64 or int32) along `dim`;
+// source is self's shape with index.numel() at `dim`. Repeated indices add up, in index order.
+Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1);
+// self with `values` written at self[indices[0][i], indices[1][i], ...]: the index tensors (int64 or
+// int32, negative counts from the end) address self's leading dims and broadcast together; values
+// broadcast to the indexed shape. accumulate: added instead (repeated indices add up, in index order).
+Tensor index_put(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values,
+                 bool accumulate = false);
+// The elements of t where the bool mask (broadcast with t) is true, as a 1-D tensor in row-major order.
+Tensor masked_select(const Tensor& t, const Tensor& mask);
+// The coordinates of t's nonzero elements, row-major: int64 [n, t.dim()].
+Tensor nonzero(const Tensor& t);
 
 // ---- elementwise unary ----
 #define MIXT_DECLARE_UNARY_FRONT(name) \
@@ -265,6 +277,20 @@ ValuesIndices min(const Tensor& t, int64_t dim, bool keepdim = false);
 // Index of the maximum along `dim` (or of the flattened tensor).
 Tensor argmax(const Tensor& t, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 Tensor argmin(const Tensor& t, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+// ---- sorting and selection (NaN sorts as the largest value; ties keep their input order) ----
+// t sorted along `dim`, and where each value came from.
+ValuesIndices sort(const Tensor& t, int64_t dim = -1, bool descending = false, bool stable = false);
+// The indices of sort(t, dim, descending, stable).
+Tensor argsort(const Tensor& t, int64_t dim = -1, bool descending = false, bool stable = false);
+// The k largest (or smallest) values along `dim` and their indices, in sorted order.
+ValuesIndices topk(const Tensor& t, int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true);
+struct UniqueResult {
+  Tensor values;   // the distinct values of the flattened t, ascending (each NaN is distinct)
+  Tensor inverse;  // int64, t's shape: where each element of t is in values (return_inverse)
+  Tensor counts;   // int64, how often each value occurs (return_counts)
+};
+// The distinct values of t (flattened, as torch.unique without dim); always sorted.
+UniqueResult unique(const Tensor& t, bool sorted = true, bool return_inverse = false, bool return_counts = false);
 // Variance with Bessel-style `correction` (1: unbiased).
 Tensor var(const Tensor& t, const Shape& dims = {}, double correction = 1.0, bool keepdim = false);
 Tensor std(const Tensor& t, const Shape& dims = {}, double correction = 1.0, bool keepdim = false);

@@ -25,6 +25,8 @@ namespace {
 // aten/src/ATen/autocast_mode.h as the specification the tables must meet (plus, on CUDA,
 // the one op whose decomposition PyTorch decides: cross_entropy).
 const std::map<std::string, Policy> kExpectedCuda = {
+    {"lstm_cell", Policy::Lower}, {"gru_cell", Policy::Lower}, {"rnn_tanh_cell", Policy::Lower},
+    {"rnn_relu_cell", Policy::Lower}, {"index_put", Policy::Promote},
     {"conv1d", Policy::Lower}, {"conv2d", Policy::Lower}, {"addmm", Policy::Lower}, {"matmul", Policy::Lower},
     {"mm", Policy::Lower}, {"mv", Policy::Lower}, {"linear", Policy::Lower}, {"baddbmm", Policy::Lower},
     {"bmm", Policy::Lower}, {"scaled_dot_product_attention", Policy::Lower},

@@ -359,3 +359,114 @@ TEST_CASE("large inputs take the parallel loops and agree with the reference", "
   for (size_t i = 0; i < mf.size(); ++i) bad += mf[i] != (mv[i] ? -1.0 : tv[i]);
   CHECK(bad == 0);
 }
+
+// ---- index_add, index_put, masked_select, nonzero, sort, argsort, topk, unique ----
+
+TEST_CASE("index_add adds scaled slices; repeated indices add up", "[index][index_add]") {
+  const Tensor self = zeros({2, 3}, of(kFloat64));
+  const Tensor src = from_vector(F64{1, 2, 3, 4}, {2, 2});
+  const Tensor r = index_add(self, 1, idx({2, -1}), src, 0.5);  // both to column 2
+  CHECK(r.to_vector<double>() == F64{0, 0, 1.5, 0, 0, 3.5});
+  CHECK(self.to_vector<double>() == F64(6, 0.0));  // out of place
+  // Integers, a 1-D self.
+  CHECK(index_add(from_vector(I64{1, 1, 1}), 0, idx({0, 0, 2}), from_vector(I64{5, 6, 7})).to_vector<int64_t>() ==
+        I64{12, 1, 8});
+  const std::string m = error_of([&] { index_add(self, 1, idx({3}), from_vector(F64{1, 2}, {2, 1})); });
+  CHECK(contains(m, "index_add"));
+  CHECK(contains(m, "out of bounds"));
+  const Tensor one = ones({2, 1}, of(kFloat64));
+  CHECK(contains(error_of([&] { index_add(self, 1, idx({0}), ones({3, 1}, of(kFloat64))); }), "[2, 3]"));  // shape
+  CHECK(contains(error_of([&] { index_add(self, 2, idx({0}), one); }), "out of range"));
+  CHECK(contains(error_of([&] { index_add(self, 1, from_vector(F64{0}), one); }), "int64"));
+  CHECK(contains(error_of([&] { index_add(self, 1, idx({0}), ones({2, 1})); }), "one dtype"));
+}
+
+TEST_CASE("index_put writes or accumulates at broadcast index tuples", "[index][index_put]") {
+  const Tensor x = zeros({3, 2}, of(kFloat64));
+  // Rows [0, 2] x column 1, then the rows as a whole with one index.
+  CHECK(index_put(x, {idx({0, 2}), idx({1})}, from_vector(F64{5})).to_vector<double>() == F64{0, 5, 0, 0, 0, 5});
+  CHECK(index_put(x, {idx({-1})}, from_vector(F64{1, 2})).to_vector<double>() == F64{0, 0, 0, 0, 1, 2});
+  // accumulate: the repeated (1, 0) adds up, in order.
+  const Tensor acc = index_put(x, {idx({1, 1, 0}), idx({0, 0, 1})}, from_vector(F64{1, 2, 4}), true);
+  CHECK(acc.to_vector<double>() == F64{0, 4, 3, 0, 0, 0});
+  const std::string m = error_of([&] { index_put(x, {idx({3})}, from_vector(F64{1})); });
+  CHECK(contains(m, "index_put"));
+  CHECK(contains(m, "out of bounds"));
+  CHECK(contains(error_of([&] { index_put(x, {idx({0, 1}), idx({0, 1, 0})}, from_vector(F64{1})); }), "broadcast"));
+  CHECK(contains(error_of([&] { index_put(x, {idx({0}), idx({0}), idx({0})}, from_vector(F64{1})); }), "too many"));
+  CHECK(contains(error_of([&] { index_put(x, {idx({0})}, from_vector(F64{1, 2, 3})); }), "do not broadcast"));
+  CHECK_THROWS_AS(index_put(x, {from_vector(F64{0})}, from_vector(F64{1})), Error);
+}
+
+TEST_CASE("index_add and index_put are deterministic with many repeated indices", "[index][determinism]") {
+  // 4096 additions into two positions, in float32: the sum depends on the order, which is the index order.
+  const int64_t n = 4096;
+  I64 where(n);
+  F64 v(n);
+  for (int64_t i = 0; i < n; ++i) where[i] = i % 2, v[i] = 1.0 + static_cast<double>(i % 7) * 1e-3 + 1e-7 * i;
+  const Tensor src = from_vector(v).to(kFloat32);
+  const Tensor a = index_put(zeros({2}), {idx(where)}, src, true);
+  float expect[2] = {0, 0};
+  for (int64_t i = 0; i < n; ++i) expect[i % 2] += static_cast<float>(v[i]);
+  CHECK(a.to_vector<float>() == std::vector<float>{expect[0], expect[1]});
+  CHECK(index_add(zeros({2}), 0, idx(where), src).to_vector<float>() == a.to_vector<float>());
+}
+
+TEST_CASE("masked_select and nonzero follow row-major order", "[index][masked_select]") {
+  const Tensor x = from_vector(F64{1, 0, 3, 0, 5, 6}, {2, 3});
+  const Tensor mask = from_vector(std::vector<bool>{true, false, true});
+  CHECK(masked_select(x, mask).to_vector<double>() == F64{1, 3, 0, 6});  // the mask broadcasts over rows
+  CHECK(nonzero(x).sizes() == Shape{4, 2});
+  CHECK(nonzero(x).to_vector<int64_t>() == I64{0, 0, 0, 2, 1, 1, 1, 2});
+  CHECK(nonzero(scalar(0.0, kFloat32)).sizes() == Shape{0, 0});
+  CHECK(nonzero(from_vector(F64{std::nan(""), -0.0})).to_vector<int64_t>() == I64{0});  // NaN is nonzero, -0 is not
+  CHECK(contains(error_of([&] { masked_select(x, ones({2, 3})); }), "bool"));
+  CHECK(contains(error_of([&] { masked_select(x, from_vector(std::vector<bool>{true, false})); }), "[2, 3]"));
+  // On meta tensors the result size is unknown: a clear error, as PyTorch's meta kernels give.
+  const std::string m = error_of([&] { nonzero(x.to(Device::meta())); });
+  CHECK(contains(m, "nonzero"));
+  CHECK(contains(m, "depends on the input's values"));
+  CHECK(contains(error_of([&] { unique(x.to(Device::meta())); }), "unique"));
+  // Gradients go back to the selected elements, summed over the broadcast.
+  Tensor w = from_vector(F64{1, 2, 3}).set_requires_grad(true);
+  sum(mul(masked_select(w.expand({2, 3}), from_vector(std::vector<bool>{true, false, true, true, true, false}, {2, 3})),
+          2.0))
+      .backward();
+  CHECK(w.grad().to_vector<double>() == F64{4, 2, 2});
+}
+
+TEST_CASE("sort, argsort and topk: NaN as the largest value, ties in input order", "[index][sort]") {
+  const double nan = std::nan("");
+  const Tensor x = from_vector(F64{2, nan, 1, 2, -1});
+  const ValuesIndices up = sort(x);
+  CHECK(up.indices.to_vector<int64_t>() == I64{4, 2, 0, 3, 1});
+  const ValuesIndices down = sort(x, 0, true, true);
+  CHECK(down.indices.to_vector<int64_t>() == I64{1, 0, 3, 2, 4});  // equal 2s keep their order
+  CHECK(std::isnan(down.values.to_vector<double>()[0]));
+  CHECK(argsort(x, -1, true).to_vector<int64_t>() == down.indices.to_vector<int64_t>());
+  const ValuesIndices t = topk(from_vector(F64{3, 1, 4, 1, 5, 9}, {2, 3}), 2, 1);
+  CHECK(t.values.to_vector<double>() == F64{4, 3, 9, 5});
+  CHECK(t.indices.to_vector<int64_t>() == I64{2, 0, 2, 1});
+  CHECK(topk(x, 2, 0, false).indices.to_vector<int64_t>() == I64{4, 2});  // the smallest skip the NaN
+  CHECK(sort(from_vector(I64{INT64_MAX, INT64_MAX - 1})).indices.to_vector<int64_t>() == I64{1, 0});  // exact int64
+  const std::string m = error_of([&] { topk(x, 6); });
+  CHECK(contains(m, "topk"));
+  CHECK(contains(m, "[5]"));
+  CHECK(contains(error_of([&] { sort(x, 1); }), "out of range"));
+  CHECK(topk(x.to(Device::meta()), 3).values.sizes() == Shape{3});
+  // The gradient of the sorted values goes back to where they came from.
+  Tensor w = from_vector(F64{3, 1, 2}).set_requires_grad(true);
+  sum(mul(topk(w, 2).values, from_vector(F64{10, 1}))).backward();
+  CHECK(w.grad().to_vector<double>() == F64{10, 0, 1});
+}
+
+TEST_CASE("unique: sorted distinct values, inverse and counts", "[index][unique]") {
+  const UniqueResult u = unique(from_vector(I64{3, 1, 3, 2, 1, 3}, {2, 3}), true, true, true);
+  CHECK(u.values.to_vector<int64_t>() == I64{1, 2, 3});
+  CHECK(u.inverse.sizes() == Shape{2, 3});
+  CHECK(u.inverse.to_vector<int64_t>() == I64{2, 0, 2, 1, 0, 2});
+  CHECK(u.counts.to_vector<int64_t>() == I64{2, 1, 3});
+  CHECK_FALSE(unique(from_vector(I64{1})).inverse.defined());
+  CHECK(unique(from_vector(F64{std::nan(""), 1, std::nan("")})).values.numel() == 3);  // each NaN is distinct
+  CHECK(unique(zeros({0})).values.numel() == 0);
+}

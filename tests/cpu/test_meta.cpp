@@ -83,6 +83,14 @@ TEST_CASE("every op case gives on meta tensors the shapes and dtypes it gives on
       const Outcome cpu = run_on(c, dt, Device::cpu());
       const Outcome meta = run_on(c, dt, Device::meta());
       const std::string where = c.label + " [" + std::string(dtype_name(dt)) + "]";
+      // The ops whose result size is in the data refuse meta tensors, saying why.
+      const bool data_dependent = c.op == OpId::nonzero || c.op == OpId::masked_select || c.op == OpId::unique;
+      if (data_dependent && cpu.error.empty()) {
+        if (meta.error.find("depends on the input's values") == std::string::npos)
+          failures.push_back(where + ": expected the data-dependent size refused on meta, got " +
+                             (meta.error.empty() ? "a result" : meta.error));
+        continue;
+      }
       if (!cpu.error.empty() || !meta.error.empty()) {
         // A dtype the op refuses is refused on meta too (from shapes and dtypes alone).
         if (cpu.error.empty() != meta.error.empty())

@@ -564,3 +564,69 @@ TEST_CASE("TransformerBlock: pre-norm residual attention and GELU MLP", "[module
   }
   CHECK_THROWS_WITH(nn::TransformerBlock(8, 2, 0.0), Contains("mlp_ratio"));
 }
+
+TEST_CASE("recurrent cells and LSTM/GRU: names, PyTorch's init, the time loop, layouts", "[modules][rnn]") {
+  namespace F = nn::functional;
+  manual_seed(7);
+  nn::LSTM lstm(3, 4, 2, true, /*batch_first=*/true);
+  std::vector<std::string> names;
+  for (auto& [name, p] : lstm.named_parameters()) names.push_back(name);
+  CHECK(names == std::vector<std::string>{"weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", "weight_ih_l1",
+                                          "weight_hh_l1", "bias_ih_l1", "bias_hh_l1"});
+  CHECK(lstm.layers()[1].w_ih.sizes() == Shape{16, 4});
+  for (auto& [name, p] : lstm.named_parameters()) {
+    INFO(name);
+    CHECK(amax(abs(p)).item<double>() <= 0.5);  // U(-1/sqrt(4), 1/sqrt(4))
+    CHECK(amax(abs(p)).item<double>() > 0.3);
+  }
+  // [B=2, T=3, I=3] with batch_first: the same as the cells stepped by hand, layer by layer.
+  const Tensor x = randn({2, 3, 3});
+  const Tensor h0 = randn({2, 2, 4}), c0 = randn({2, 2, 4});
+  const nn::RecurrentOutput out = lstm.forward(x, {h0, c0});
+  CHECK(out.output.sizes() == Shape{2, 3, 4});
+  CHECK(out.h.sizes() == Shape{2, 2, 4});
+  std::vector<Tensor> seq;
+  for (int64_t t = 0; t < 3; ++t) seq.push_back(x.select(1, t));
+  for (int l = 0; l < 2; ++l) {
+    const nn::RecurrentWeights& w = lstm.layers()[static_cast<size_t>(l)];
+    F::LstmState s{h0.select(0, l), c0.select(0, l)};
+    for (auto& step : seq) step = (s = F::lstm_cell(step, s, w.w_ih, w.w_hh, w.b_ih, w.b_hh)).h;
+    CHECK(equal(out.h.select(0, l), s.h));
+    CHECK(equal(out.c.select(0, l), s.c));
+  }
+  for (int64_t t = 0; t < 3; ++t) CHECK(equal(out.output.select(1, t), seq[static_cast<size_t>(t)]));
+  // Unbatched [T, I]: one sample of the batched run.
+  const nn::RecurrentOutput one = lstm.forward(x.select(0, 1), {h0.select(1, 1), c0.select(1, 1)});
+  CHECK(one.output.sizes() == Shape{3, 4});
+  CHECK(one.h.sizes() == Shape{2, 4});
+  CHECK(max(abs(sub(one.output, out.output.select(0, 1)))).item<double>() < 1e-6);
+  // Gradients reach every parameter through the time loop.
+  sum(out.output).backward();
+  for (auto& [name, p] : lstm.named_parameters()) {
+    INFO(name);
+    CHECK(p.grad().defined());
+  }
+
+  nn::GRU gru(3, 2);  // time-major, zero initial state
+  const Tensor xs = randn({4, 1, 3});
+  const nn::RecurrentOutput g = gru.forward(xs, Tensor());
+  Tensor h = zeros({1, 2});
+  const nn::RecurrentWeights& gw = gru.layers()[0];
+  for (int64_t t = 0; t < 4; ++t) h = F::gru_cell(xs.select(0, t), h, gw.w_ih, gw.w_hh, gw.b_ih, gw.b_hh);
+  CHECK(equal(g.h.select(0, 0), h));
+  CHECK_FALSE(g.c.defined());
+
+  nn::RNNCell cell(3, 2, false, "relu");
+  CHECK(cell.parameters().size() == 2);
+  CHECK(amin(cell.forward(randn({5, 3}))).item<double>() >= 0.0);
+  nn::GRUCell gcell(3, 2);
+  CHECK(gcell.forward(randn({3})).sizes() == Shape{2});
+  nn::LSTMCell lcell(3, 2);
+  CHECK(lcell.forward(randn({4, 3})).sizes() == Shape{4, 2});
+  CHECK_THAT(error_of([&] { lstm.forward(randn({2, 3, 5}), {}); }), Contains("input_size"));
+  CHECK_THAT(error_of([&] { lstm.forward(x, {randn({1, 2, 4}), c0}); }), Contains("initial state"));
+  CHECK_THAT(error_of([&] { nn::RNNCell(3, 2, true, "sigmoid"); }), Contains("nonlinearity"));
+  CHECK_THAT(error_of([&] { F::lstm_cell(randn({2, 3}), {}, randn({8, 3}), randn({8, 3})); }), Contains("lstm_cell"));
+  CHECK_THAT(error_of([&] { F::gru_cell(randn({2, 3}), randn({2, 2}), randn({9, 3}), randn({9, 3})); }),
+             Contains("hidden state"));
+}

@@ -120,8 +120,12 @@ struct Builder {
 // The cases of the nn ops (tests/support/op_cases_nn.cpp).
 void add_nn_cases(Builder& b);
 void add_amp_cases(Builder& b);
-void add_linalg_cases(Builder& b);  // tests/support/op_cases_linalg.cpp
 // conv3d, the transposed convolutions, pooling, padding, resampling (tests/support/op_cases_spatial.cpp).
 void add_spatial_cases(Builder& b);
+void add_linalg_cases(Builder& b);  // tests/support/op_cases_linalg.cpp
+// index_add, index_put, masked_select, nonzero, sort, argsort, topk, unique (tests/support/op_cases_select.cpp).
+void add_select_cases(Builder& b);
+// The recurrent cells (tests/support/op_cases_rnn.cpp).
+void add_rnn_cases(Builder& b);
 
 }  // namespace mixt::testing

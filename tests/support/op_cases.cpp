@@ -730,6 +730,7 @@ std::vector<OpCase> build_cases() {
   add_creation_cases(b);
   add_view_and_movement_cases(b);
   add_index_cases(b);
+  add_select_cases(b);
   add_unary_cases(b);
   add_binary_cases(b);
   add_reduction_cases(b);
@@ -737,6 +738,7 @@ std::vector<OpCase> build_cases() {
   add_linalg_cases(b);
   add_nn_cases(b);
   add_spatial_cases(b);
+  add_rnn_cases(b);
   add_amp_cases(b);
   // A composite op has no kernel of its own: on CUDA it runs its inner ops' CUDA kernels,
   // so its CUDA dtypes are the CPU's, limited to mm's CUDA dtypes where it multiplies
@@ -851,7 +853,8 @@ std::string op_support_markdown() {
         "- **CUDA**: the dtypes the CUDA kernels take (for a composite op, which has no kernel of its own, the\n"
         "  dtypes its inner ops take on CUDA). The test checks them against the registered kernels in every CUDA\n"
         "  build, and `tests/cuda/test_cuda_coverage.cpp` runs them against the same references on a CUDA\n"
-        "  device (where it has run: [cuda.md](cuda.md#status)). `—` would be a declared hole; none is left.\n"
+        "  device (where it has run: [cuda.md](cuda.md#status)). `—`: no CUDA kernel yet; the op raises\n"
+        "  `mixt::Error` naming the missing kernel (the list: [cuda.md](cuda.md#status)).\n"
         "- *all* = bool, uint8, int8, int32, int64, float16, bfloat16, float32, float64, float8_e4m3fn,\n"
         "  float8_e5m2; *floating* = the last six.\n\n"
         "| op | flags | CPU | CUDA |\n|---|---|---|---|\n";
