@@ -153,6 +153,8 @@ class Tensor {
   Tensor& div_(const Tensor& o);
   Tensor& div_(const Scalar& o);
   Tensor matmul(const Tensor& o) const;
+  // The p-norm of *this - o (broadcast): a 0-dim tensor; p may be negative (torch.dist).
+  Tensor dist(const Tensor& o, double p = 2.0) const;
   Tensor sum() const;
   Tensor sum(const Shape& dims, bool keepdim = false) const;
   Tensor mean() const;

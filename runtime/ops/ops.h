@@ -306,8 +306,8 @@ Tensor all(const Tensor& t, const Shape& dims = {}, bool keepdim = false);
 Tensor any(const Tensor& t, const Shape& dims = {}, bool keepdim = false);
 
 // ---- distances and vector products (floating; p >= 0, inf allowed) ----
-// The p-norm of a - b (broadcast): a 0-dim tensor. p may be negative, as torch.dist's.
-Tensor dist(const Tensor& a, const Tensor& b, double p = 2.0);
+// dist (torch.dist): the Tensor method a.dist(b, p) (runtime/tensor.h). `mixt::dist` is the
+// distributed layer's namespace (after PyTorch's `import torch.distributed as dist`).
 // The p-norm distance of every row of x1 [*, P, M] to every row of x2 [*, R, M]: [*, P, R]
 // (batch dims broadcast).
 Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2.0);

@@ -94,7 +94,8 @@ Tensor distance(OpId id, std::initializer_list<Tensor> inputs, double p) {
   return call_op(c);
 }
 }  // namespace
-Tensor dist(const Tensor& a, const Tensor& b, double p) { return distance(OpId::dist, {a, b}, p); }
+// torch.dist's front end is a method only: mixt::dist names the distributed namespace.
+Tensor Tensor::dist(const Tensor& o, double p) const { return distance(OpId::dist, {*this, o}, p); }
 Tensor cdist(const Tensor& x1, const Tensor& x2, double p) { return distance(OpId::cdist, {x1, x2}, p); }
 Tensor pdist(const Tensor& x, double p) { return distance(OpId::pdist, {x}, p); }
 Tensor renorm(const Tensor& x, double p, int64_t dim, double maxnorm) {

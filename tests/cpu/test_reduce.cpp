@@ -648,9 +648,9 @@ TEST_CASE("dist, cdist, pdist, renorm and cross give the textbook values", "[red
   using testing::make;
   auto values = [](const Tensor& t) { return t.to(kFloat64).to_vector<double>(); };
   const Tensor origin = make({0, 0}, kFloat32, {2}), far = make({3, 4}, kFloat32, {2});
-  CHECK(dist(origin, far).item<double>() == Approx(5.0));
-  CHECK(dist(origin, far, 1.0).item<double>() == Approx(7.0));
-  CHECK(dist(origin, far, kInf).item<double>() == Approx(4.0));
+  CHECK(origin.dist(far).item<double>() == Approx(5.0));
+  CHECK(origin.dist(far, 1.0).item<double>() == Approx(7.0));
+  CHECK(origin.dist(far, kInf).item<double>() == Approx(4.0));
   const Tensor pts = make({0, 0, 3, 4, 6, 8}, kFloat64, {3, 2});
   CHECK(values(pdist(pts)) == std::vector<double>{5, 10, 5});
   CHECK(pdist(make({1, 2}, kFloat64, {1, 2})).sizes() == Shape{0});
@@ -678,8 +678,8 @@ TEST_CASE("dist, cdist, pdist, renorm and cross refuse bad input, naming the op 
   CHECK_THAT(error_of([] { (void)cdist(ones({2, 3}), ones({2, 3}), -1.0); }), Contains("non-negative"));
   CHECK_THAT(error_of([] { (void)pdist(ones({2, 2, 3})); }), Contains("pdist") && Contains("[2, 2, 3]"));
   CHECK_THAT(error_of([] { (void)pdist(ones({2, 3}), -0.5); }), Contains("pdist") && Contains("non-negative"));
-  CHECK_THAT(error_of([] { (void)dist(ones({2}, {.dtype = kInt64}), ones({2})); }), Contains("dist") && Contains("floating"));
-  CHECK_THAT(error_of([] { (void)dist(ones({2}), ones({3})); }), Contains("dist") && Contains("[3]"));
+  CHECK_THAT(error_of([] { (void)ones({2}, {.dtype = kInt64}).dist(ones({2})); }), Contains("dist") && Contains("floating"));
+  CHECK_THAT(error_of([] { (void)ones({2}).dist(ones({3})); }), Contains("dist") && Contains("[3]"));
   CHECK_THAT(error_of([] { (void)renorm(ones({2, 3}), 0.0, 0, 1.0); }), Contains("renorm") && Contains("positive"));
   CHECK_THAT(error_of([] { (void)renorm(ones({2, 3}), 2.0, 0, -1.0); }), Contains("maxnorm"));
   CHECK_THAT(error_of([] { (void)renorm(ones({3}), 2.0, 0, 1.0); }), Contains("renorm") && Contains("[3]"));

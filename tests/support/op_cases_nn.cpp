@@ -567,10 +567,10 @@ void add_margin_loss_cases(Builder& b) {
 // rounded once at its size, the norm accumulates in double and rounds once.
 void add_distance_cases(Builder& b) {
   // 12 differences off by half an ulp at <= 4: the 2-norm moves by at most their norm.
-  b.binary("dist", OpId::dist, F, kNoCuda, -2, 2, -2, 2, [](const Tensor& x, const Tensor& y) { return dist(x, y); })
+  b.binary("dist", OpId::dist, F, kNoCuda, -2, 2, -2, 2, [](const Tensor& x, const Tensor& y) { return x.dist(y); })
       .with([](const Refs& in, ScalarType) { return ref::dist(in[0], in[1], 2.0); }, {0.5, 4, 8});
   b.binary("dist/inf", OpId::dist, F, kNoCuda, -2, 2, -2, 2,
-           [](const Tensor& x, const Tensor& y) { return dist(x, y, INFINITY); })
+           [](const Tensor& x, const Tensor& y) { return x.dist(y, INFINITY); })
       .with([](const Refs& in, ScalarType) { return ref::dist(in[0], in[1], INFINITY); }, {0.5, 1, 4});
   b.add("cdist", OpId::cdist, F, kNoCuda, inputs({{{2, 3, 4}, -2, 2}, {{1, 5, 4}, -2, 2}}),
         run([](const Ins& in) { return cdist(in[0], in[1]); }))
