@@ -81,15 +81,15 @@ void addbmm_kernel(OpCall& c, DispatchKeySet) {
   c.out[0] = addmm(self, rows, b2.reshape({batch * k, m}), a.beta, a.alpha, c.attrs.dtype);
 }
 
-// addmm, then relu or gelu (PyTorch: the tanh approximation on CUDA, the erf form on the CPU). Narrow
-// floats take the activation in float32 and round once, as cuBLASLt's epilogue does.
+// addmm, then relu or gelu: the exact (erf) form on every device, so the result does not depend on
+// the backend (PyTorch's CUDA kernel takes cuBLASLt's tanh approximation: docs/ops.md, "Differences
+// from PyTorch"). Narrow floats take the activation in float32 and round once.
 void addmm_activation_kernel(OpCall& c, DispatchKeySet) {
   const attrs::AddmmActivation& a = c.attrs.get<attrs::AddmmActivation>();
   const ScalarType dt = c.in[1].dtype(), work = composite::chain_work_dtype(dt), result = result_dtype(c, dt);
   MIXT_CHECK_OP(!a.use_gelu || is_floating(dt), c, "gelu needs floating operands, but got {}", dt);
   const Tensor r = addmm(c.in[0], c.in[1], c.in[2], a.beta, a.alpha, work == dt ? c.attrs.dtype : work);
-  const bool cuda = c.in[1].device().type() == DeviceType::CUDA;
-  const Tensor y = a.use_gelu ? nn::functional::gelu(r, cuda ? "tanh" : "none") : relu(r);
+  const Tensor y = a.use_gelu ? nn::functional::gelu(r) : relu(r);
   c.out[0] = y.dtype() == result ? y : y.to(result);
 }
 

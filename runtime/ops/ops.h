@@ -343,8 +343,8 @@ Tensor addr(const Tensor& self, const Tensor& vec1, const Tensor& vec2, const Sc
 // beta * self + alpha * the sum over b of batch1[b] [n, k] @ batch2[b] [k, m]; self broadcasts to [n, m].
 Tensor addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta = 1,
               const Scalar& alpha = 1);
-// torch._addmm_activation: addmm(self, mat1, mat2, beta, alpha), then relu, or with use_gelu gelu
-// (PyTorch's choice per device: the tanh approximation on CUDA, the exact erf form elsewhere).
+// torch._addmm_activation: addmm(self, mat1, mat2, beta, alpha), then relu, or with use_gelu the
+// exact (erf) gelu on every device (PyTorch's CUDA kernel: the tanh form; docs/ops.md).
 Tensor addmm_activation(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1,
                         const Scalar& alpha = 1, bool use_gelu = false);
 // Dot product of two 1-D tensors of one dtype (mixt's dtypes are real: no conjugation).
