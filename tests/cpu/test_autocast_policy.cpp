@@ -1,6 +1,7 @@
 // Autocast policies: the tables against PyTorch 2.11's lists for every op mixt
-// has (both devices), and the pure decision function (casts, output dtype,
-// errors) per device and autocast dtype — the CUDA policy needs no GPU here.
+// has (both devices; the lists: tests/support/pytorch_autocast_lists.cpp), and the
+// pure decision function (casts, output dtype, errors) per device and autocast
+// dtype — the CUDA policy needs no GPU here.
 #include <fstream>
 #include <map>
 #include <set>
@@ -10,6 +11,7 @@
 
 #include <mixt/mixt.h>
 
+#include "pytorch_autocast_lists.h"
 #include "test_util.h"
 
 using namespace mixt;
@@ -21,68 +23,25 @@ using Catch::Contains;
 
 namespace {
 
-// PyTorch 2.11's autocast lists restricted to mixt's ops, written out here from
-// aten/src/ATen/autocast_mode.h as the specification the tables must meet (plus, on CUDA,
-// the one op whose decomposition PyTorch decides: cross_entropy).
-const std::map<std::string, Policy> kExpectedCuda = {
-    {"lstm_cell", Policy::Lower}, {"gru_cell", Policy::Lower}, {"rnn_tanh_cell", Policy::Lower},
-    {"rnn_relu_cell", Policy::Lower}, {"index_put", Policy::Promote},
-    {"conv1d", Policy::Lower}, {"conv2d", Policy::Lower}, {"addmm", Policy::Lower}, {"matmul", Policy::Lower},
-    {"mm", Policy::Lower}, {"mv", Policy::Lower}, {"linear", Policy::Lower}, {"baddbmm", Policy::Lower},
-    {"bmm", Policy::Lower}, {"scaled_dot_product_attention", Policy::Lower},
-    {"conv3d", Policy::Lower}, {"conv_transpose1d", Policy::Lower}, {"conv_transpose2d", Policy::Lower},
-    {"conv_transpose3d", Policy::Lower}, {"upsample_nearest2d", Policy::Fp32}, {"upsample_bilinear2d", Policy::Fp32},
-    {"grid_sampler_2d", Policy::Promote},
-    {"addmv", Policy::Lower}, {"addr", Policy::Lower}, {"addbmm", Policy::Lower}, {"linalg_vecdot", Policy::Lower},
-    {"chain_matmul", Policy::Lower}, {"linalg_multi_dot", Policy::Lower}, {"einsum", Policy::Lower},
-    {"vdot", Policy::Promote}, {"tensordot", Policy::Promote}, {"bilinear", Policy::Promote},
-    {"prelu", Policy::Lower},
-    {"erfinv", Policy::Fp32}, {"exp", Policy::Fp32}, {"expm1", Policy::Fp32}, {"log", Policy::Fp32},
-    {"log10", Policy::Fp32}, {"log2", Policy::Fp32}, {"log1p", Policy::Fp32}, {"reciprocal", Policy::Fp32},
-    {"rsqrt", Policy::Fp32}, {"tan", Policy::Fp32}, {"pow", Policy::Fp32}, {"softplus", Policy::Fp32},
-    {"acos", Policy::Fp32}, {"asin", Policy::Fp32}, {"cosh", Policy::Fp32}, {"sinh", Policy::Fp32},
-    {"layer_norm", Policy::Fp32}, {"group_norm", Policy::Fp32}, {"cosine_similarity", Policy::Fp32},
-    {"nll_loss", Policy::Fp32}, {"kl_div", Policy::Fp32}, {"l1_loss", Policy::Fp32},
-    {"smooth_l1_loss", Policy::Fp32}, {"huber_loss", Policy::Fp32}, {"mse_loss", Policy::Fp32},
-    {"binary_cross_entropy_with_logits", Policy::Fp32}, {"logsumexp", Policy::Fp32},
-    {"poisson_nll_loss", Policy::Fp32}, {"cosine_embedding_loss", Policy::Fp32},
-    {"hinge_embedding_loss", Policy::Fp32}, {"margin_ranking_loss", Policy::Fp32},
-    {"triplet_margin_loss", Policy::Fp32}, {"multilabel_margin_loss", Policy::Fp32},
-    {"soft_margin_loss", Policy::Fp32}, {"multi_margin_loss", Policy::Fp32}, {"dist", Policy::Fp32},
-    {"pdist", Policy::Fp32}, {"cdist", Policy::Fp32}, {"renorm", Policy::Fp32},
-    // Not on the list but float32 there: PyTorch's cross_entropy is log_softmax (fp32_set_opt_dtype) then
-    // nll_loss (fp32). mixt lists that outcome, so a backend with a fused kernel gives it too.
-    {"cross_entropy", Policy::Fp32},
-    {"prod", Policy::Fp32OptDtype}, {"softmax", Policy::Fp32OptDtype}, {"log_softmax", Policy::Fp32OptDtype},
-    {"cumprod", Policy::Fp32OptDtype}, {"cumsum", Policy::Fp32OptDtype}, {"sum", Policy::Fp32OptDtype},
-    {"norm", Policy::Fp32OptDtype},
-    {"addcdiv", Policy::Promote}, {"addcmul", Policy::Promote}, {"atan2", Policy::Promote}, {"dot", Policy::Promote},
-    {"scatter_add", Policy::Promote}, {"cross", Policy::Promote},
-    {"binary_cross_entropy", Policy::Banned},
-};
-const std::map<std::string, Policy> kExpectedCpu = {
-    {"conv1d", Policy::Lower}, {"conv2d", Policy::Lower}, {"bmm", Policy::Lower}, {"mm", Policy::Lower},
-    {"baddbmm", Policy::Lower}, {"addmm", Policy::Lower}, {"linear", Policy::Lower}, {"matmul", Policy::Lower},
-    {"scaled_dot_product_attention", Policy::Lower},
-    {"conv3d", Policy::Lower}, {"conv_transpose1d", Policy::Lower}, {"conv_transpose2d", Policy::Lower},
-    {"conv_transpose3d", Policy::Lower}, {"avg_pool3d", Policy::Fp32}, {"grid_sampler_2d", Policy::Fp32},
-    {"reflection_pad1d", Policy::Fp32}, {"reflection_pad2d", Policy::Fp32}, {"replication_pad1d", Policy::Fp32},
-    {"replication_pad2d", Policy::Fp32},
-    {"prelu", Policy::Lower},
-    {"linalg_vecdot", Policy::Lower}, {"addmm_activation", Policy::Lower}, {"addbmm", Policy::Lower},
-    // Composites in PyTorch whose mm / bmm the CPU list lowers.
+// The policies mixt sets beyond PyTorch 2.11's lists (tests/support/pytorch_autocast_lists.cpp),
+// where PyTorch decides the op through the listed ops it decomposes into.
+// CUDA: PyTorch's cross_entropy is log_softmax (fp32_set_opt_dtype) then nll_loss (fp32);
+// mixt lists that outcome, so a backend with a fused kernel gives it too.
+const std::map<std::string, Policy> kBeyondCudaList = {{"cross_entropy", Policy::Fp32}};
+// CPU: composites in PyTorch whose mm / bmm the CPU list lowers.
+const std::map<std::string, Policy> kBeyondCpuList = {
     {"einsum", Policy::Lower}, {"tensordot", Policy::Lower}, {"chain_matmul", Policy::Lower},
-    {"linalg_multi_dot", Policy::Lower},
-    {"binary_cross_entropy", Policy::Fp32}, {"prod", Policy::Fp32}, {"mse_loss", Policy::Fp32},
-    {"nll_loss", Policy::Fp32}, {"smooth_l1_loss", Policy::Fp32}, {"cross_entropy", Policy::Fp32},
-    {"l1_loss", Policy::Fp32}, {"huber_loss", Policy::Fp32}, {"kl_div", Policy::Fp32},
-    {"binary_cross_entropy_with_logits", Policy::Fp32}, {"cdist", Policy::Fp32},
-    {"poisson_nll_loss", Policy::Fp32}, {"cosine_embedding_loss", Policy::Fp32},
-    {"hinge_embedding_loss", Policy::Fp32}, {"margin_ranking_loss", Policy::Fp32},
-    {"triplet_margin_loss", Policy::Fp32}, {"multilabel_margin_loss", Policy::Fp32},
-    {"soft_margin_loss", Policy::Fp32}, {"multi_margin_loss", Policy::Fp32},
-    {"stack", Policy::Promote}, {"cat", Policy::Promote},
-};
+    {"linalg_multi_dot", Policy::Lower}};
+
+// What the tables must hold: the listed policy for every mixt op on the device's list, plus the above.
+std::map<std::string, Policy> expected_policies(DeviceType device) {
+  std::map<std::string, Policy> expected = policies_from_pytorch_list(device);
+  for (const auto& [name, p] : device == DeviceType::CUDA ? kBeyondCudaList : kBeyondCpuList) {
+    INFO(device_type_name(device) << " " << name << " is on the list already");
+    CHECK(expected.emplace(name, p).second);
+  }
+  return expected;
+}
 
 autocast::State enabled_state(DeviceType d, ScalarType dtype) {
   autocast::State st;
@@ -99,16 +58,17 @@ Decision decide(DeviceType d, ScalarType lower, OpId op, std::initializer_list<a
 }  // namespace
 
 TEST_CASE("the policy tables are PyTorch 2.11's lists, for every op", "[autocast][policy]") {
-  for (auto [device, expected] : {std::pair{DeviceType::CUDA, &kExpectedCuda}, {DeviceType::CPU, &kExpectedCpu}}) {
+  for (DeviceType device : {DeviceType::CUDA, DeviceType::CPU}) {
+    const std::map<std::string, Policy> expected = expected_policies(device);
     for (int i = 0; i < kNumBuiltinOps; ++i) {
       const auto op = static_cast<OpId>(i);
       const std::string name(op_name(op));
-      auto it = expected->find(name);
-      const Policy want = it == expected->end() ? Policy::PassThrough : it->second;
+      auto it = expected.find(name);
+      const Policy want = it == expected.end() ? Policy::PassThrough : it->second;
       INFO(device_type_name(device) << " " << name);
       CHECK(autocast::policy_of(device, op) == want);
     }
-    for (const auto& [name, p] : *expected) CHECK(has_op(name));
+    for (const auto& [name, p] : expected) CHECK(has_op(name));
   }
 }
 

@@ -2,15 +2,20 @@
 // on the CPU (CUDA: tests/cuda/test_cuda_coverage.cpp), on each declared dtype, against an independent
 // double reference within a tolerance in ulps (Note [Tolerances in ulps]);
 // undeclared dtypes raise mixt::Error; kernel holes are declared;
-// docs/op_support.md matches the table; and the harness rejects wrong results.
+// docs/op_support.md matches the table (its summary: the ops by family, and PyTorch's
+// autocast-list ops mixt has); and the harness rejects wrong results.
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include <catch2/catch.hpp>
 
 #include "op_cases.h"
+#include "op_support_summary.h"
+#include "pytorch_autocast_lists.h"
 
 using namespace mixt;
 using namespace mixt::testing;
@@ -125,6 +130,85 @@ TEST_CASE("docs/op_support.md is generated from the table", "[coverage][docs]") 
   have << in.rdbuf();
   INFO("docs/op_support.md is stale: run MIXT_UPDATE_DOCS=1 on test_op_coverage and commit the file");
   CHECK(have.str() == md);
+}
+
+TEST_CASE("the summary's families cover the op table in its order", "[coverage][docs]") {
+  const std::vector<int> family = family_of_each_op();
+  std::vector<int> ops_per_family(op_families().size(), 0);
+  for (int i = 0; i < kNumBuiltinOps; ++i) {
+    INFO(op_name(static_cast<OpId>(i)));
+    REQUIRE(family[i] >= 0);
+    if (i > 0) CHECK(family[i] >= family[i - 1]);
+    ++ops_per_family[static_cast<size_t>(family[i])];
+  }
+  for (size_t f = 0; f < ops_per_family.size(); ++f) {
+    INFO(op_families()[f].name);
+    CHECK(ops_per_family[f] > 0);
+    CHECK(op_support_markdown().find("| " + std::string(op_families()[f].name) + " | " +
+                                     std::to_string(ops_per_family[f]) + " |") != std::string::npos);
+  }
+  CHECK(op_support_markdown().find("| **all** | " + std::to_string(kNumBuiltinOps) + " |") != std::string::npos);
+  // A family that starts before the previous one, or at no op, is refused.
+  CHECK_THROWS_AS(family_of_each_op({{"a", "empty"}, {"b", "add"}, {"c", "view"}}), Error);
+  CHECK_THROWS_AS(family_of_each_op({{"a", "view"}}), Error);
+  CHECK_THROWS_AS(family_of_each_op({{"a", "empty"}, {"b", "no_such_op"}}), Error);
+}
+
+TEST_CASE("PyTorch's autocast lists: each op is a mixt op or says why mixt has none", "[coverage][autocast]") {
+  std::map<std::string, std::string> mixt_op_of;  // PyTorch's name -> mixt op ("" none), across both lists
+  std::vector<std::string> problems;
+  for (DeviceType device : {DeviceType::CUDA, DeviceType::CPU}) {
+    std::set<std::string> names;
+    for (const ListedOp& e : pytorch_autocast_list(device)) {
+      const std::string where = std::string(device_type_name(device)) + " " + e.aten;
+      if (!names.insert(e.aten).second) problems.push_back(where + ": listed twice");
+      if (e.mixt_op != nullptr && !has_op(e.mixt_op)) problems.push_back(where + ": no mixt op " + e.mixt_op);
+      if (e.mixt_op != nullptr && e.reason != nullptr) problems.push_back(where + ": a mixt op and a reason");
+      if (e.mixt_op == nullptr && (e.reason == nullptr || std::string(e.reason).empty()))
+        problems.push_back(where + ": no mixt op and no reason");
+      const std::string mapped = e.mixt_op ? e.mixt_op : "";
+      if (!mixt_op_of.emplace(e.aten, mapped).second && mixt_op_of[e.aten] != mapped)
+        problems.push_back(where + ": mapped otherwise on the other list");
+    }
+    CHECK_NOTHROW(policies_from_pytorch_list(device));  // no mixt op takes two policies from one list
+  }
+  INFO("problems:" << join(problems));
+  CHECK(problems.empty());
+  for (const auto& [aten, mixt_op] : mixt_op_of)
+    if (!mixt_op.empty()) CHECK_NOTHROW(find_op(mixt_op));
+}
+
+TEST_CASE("the summary counts PyTorch's autocast-list ops and lists the absent ones", "[coverage][docs][autocast]") {
+  const AutocastCoverage c = autocast_list_coverage();
+  CHECK(c.cuda.listed == static_cast<int>(pytorch_autocast_list(DeviceType::CUDA).size()));
+  CHECK(c.cpu.listed == static_cast<int>(pytorch_autocast_list(DeviceType::CPU).size()));
+  CHECK(c.all.listed >= std::max(c.cuda.listed, c.cpu.listed));
+  CHECK(c.all.listed < c.cuda.listed + c.cpu.listed);  // some ops are on both lists
+  std::set<std::string> present, absent;
+  for (DeviceType device : {DeviceType::CUDA, DeviceType::CPU})
+    for (const ListedOp& e : pytorch_autocast_list(device)) (e.mixt_op ? present : absent).insert(e.aten);
+  CHECK(c.all.present == static_cast<int>(present.size()));
+  CHECK(c.all.listed == static_cast<int>(present.size() + absent.size()));
+  const std::string md = op_support_markdown();
+  const size_t section = md.find("### PyTorch's autocast lists"), end = md.find("## Per op");
+  REQUIRE(section < end);
+  const std::string lists = md.substr(section, end - section);
+  std::ostringstream headline;
+  headline << "**" << c.all.present << " of " << c.all.listed << " listed ops present** (CUDA list: " << c.cuda.present
+           << " of " << c.cuda.listed << ", CPU list: " << c.cpu.present << " of " << c.cpu.listed << ")";
+  CHECK(lists.find(headline.str()) != std::string::npos);
+  // The table of absent ones names exactly the absent ops (its second column).
+  std::set<std::string> tabled;
+  std::istringstream rows(lists.substr(lists.find("|---|")));
+  std::string row;
+  std::getline(rows, row);
+  while (std::getline(rows, row) && row.rfind("| ", 0) == 0) {
+    const size_t from = row.find(" | ") + 3, to = row.find(" | ", from);
+    const std::string ops = row.substr(from, to - from);
+    for (size_t open = ops.find('`'); open != std::string::npos; open = ops.find('`', ops.find('`', open + 1) + 1))
+      tabled.insert(ops.substr(open + 1, ops.find('`', open + 1) - open - 1));
+  }
+  CHECK(tabled == absent);
 }
 
 namespace {
