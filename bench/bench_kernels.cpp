@@ -8,11 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
-
-#include <omp.h>
 
 #include <mixt/mixt.h>
 #include <mixt/runtime/cuda.h>
@@ -20,6 +17,7 @@
 
 #include "bench_json.h"
 #include "bench_kernels.h"
+#include "bench_util.h"
 
 namespace mixt::bench {
 namespace {
@@ -74,14 +72,7 @@ std::vector<Tensor> tensor_list(int64_t total, int64_t count, double value, cons
 // The CPU's copy rate: memcpy of `bytes`, split over the OpenMP threads (r + w bytes per second).
 double cpu_copy_rate(int64_t bytes, int reps) {
   std::vector<char> src(static_cast<size_t>(bytes), 1), dst(static_cast<size_t>(bytes));
-  const double s = median_seconds(Device::cpu(), reps, 1, [&] {
-#pragma omp parallel
-    {
-      const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
-      const int64_t b = bytes * t / n, e = bytes * (t + 1) / n;
-      std::memcpy(dst.data() + b, src.data() + b, static_cast<size_t>(e - b));
-    }
-  });
+  const double s = median_seconds(Device::cpu(), reps, 1, [&] { parallel_memcpy(dst.data(), src.data(), bytes); });
   return 2.0 * static_cast<double>(bytes) / s;
 }
 

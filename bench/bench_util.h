@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <utility>
+
+#include <omp.h>
 
 namespace mixt::bench {
 
@@ -41,6 +44,17 @@ std::pair<double, double> ns_per_call_pair(A&& a, B&& b, int64_t iters, int reps
     best_b = std::min(best_b, time(b));
   }
   return {best_a, best_b};
+}
+
+// memcpy of `bytes` from `src` to `dst`, split evenly over the OpenMP threads: the copy
+// the CPU's memory-bound kernels are measured against.
+inline void parallel_memcpy(char* dst, const char* src, int64_t bytes) {
+#pragma omp parallel
+  {
+    const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+    const int64_t b = bytes * t / n, e = bytes * (t + 1) / n;
+    std::memcpy(dst + b, src + b, static_cast<size_t>(e - b));
+  }
 }
 
 // all_reduce's bus bandwidth factor over `ranks` ranks: busbw = algbw * 2(n-1)/n,

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "bench_kernels.h"
 #include "bench_train_step.h"
 #include "bench_cli.h"
+#include "torch_compare.h"
 #include "temp_dir.h"
 #include "test_util.h"
 
@@ -448,4 +450,134 @@ TEST_CASE("mixt-bench train-step: one row per precision, the step slower than it
   CHECK(doc["rows"][2]["precision"] == "fp16");
   CHECK(run(commands, {"train-step", "--precision", "fp8"}).status == 2);
   if (!cuda::is_available()) CHECK(run(commands, {"train-step", "--device", "cuda"}).status == 1);
+}
+
+// mixt-torch-compare's logic (bench/torch_compare.h) against a peer made of mixt ops:
+// the same op agrees, a different one is reported, a missing one is skipped.
+TEST_CASE("torch-compare: the agreement check catches differences beyond the tolerance", "[bench_cli]") {
+  using compare::agreement;
+  const float nan = std::nanf(""), inf = INFINITY;
+  const std::vector<float> a = {1.0f, -2.0f, 0.0f, inf, nan};
+  CHECK(agreement(a, a, {}).agree());
+  CHECK(agreement(a, a, {}).max_abs == 0);
+  const std::vector<float> close = {1.00001f, -2.0f, 1e-7f, inf, nan};
+  const compare::Agreement within = agreement(a, close, {.atol = 1e-6, .rtol = 1e-4});
+  CHECK(within.agree());
+  CHECK(within.max_abs == Approx(1e-5).epsilon(0.05));
+  CHECK(within.max_rel == 1.0);  // 0 against 1e-7: relative differences near zero are large, hence atol
+  const compare::Agreement beyond = agreement(a, close, {.atol = 1e-8, .rtol = 1e-6});
+  CHECK(beyond.mismatched == 2);  // 1 vs 1.00001 and 0 vs 1e-7
+  const std::vector<float> number = {1.0f, -2.0f, 0.0f, inf, 3.0f}, opposite = {1.0f, -2.0f, 0.0f, -inf, nan};
+  CHECK(agreement(a, number, {.atol = 1, .rtol = 1}).mismatched == 1);    // NaN vs a number
+  CHECK(agreement(a, opposite, {.atol = 1, .rtol = 1}).mismatched == 1);  // opposite infinities
+  const std::vector<float> one = {1.0f};
+  const compare::Agreement sizes = agreement(a, one, {.atol = 1, .rtol = 1});
+  CHECK(sizes.mismatched == 5);
+  CHECK(std::isinf(sizes.max_abs));
+}
+
+TEST_CASE("torch-compare: bytes and FLOPs per op, the share of the copy rate, the table", "[bench_cli]") {
+  const compare::Inputs in = compare::make_inputs(8, 4);
+  std::map<std::string, compare::Work> work;
+  for (const compare::OpSpec& s : compare::op_specs()) work[s.id] = s.work(in);
+  CHECK(work["add"].bytes == 12 * 64);            // reads x and y, writes the sum
+  CHECK(work["softmax"].bytes == 8 * 64);         // float32 in, float32 out
+  CHECK(work["softmax_bf16"].bytes == 4 * 64);    // bfloat16 in and out
+  CHECK(work["cast_bf16"].bytes == 6 * 64);       // float32 in, bfloat16 out
+  CHECK(work["sum"].bytes == 4 * 64 + 4 * 8);     // a row of 8 sums out
+  CHECK(work["sum_dim0"].bytes == 4 * 64 + 4 * 8);
+  CHECK(work["mm_bf16"].bytes == 0);
+  CHECK(work["mm_bf16"].flops == 2 * 64);
+  CHECK(compare::copy_share({.bytes = 8e9}, 2.0, 8e9) == 0.5);
+  CHECK(compare::copy_share({.flops = 1e9}, 1.0, 8e9) == 0);
+
+  compare::Row add{.id = "add", .label = "add f32", .work = {.bytes = 8e6}, .mixt = {0.002, 0.003},
+                   .peer = {0.001, 0.001}};
+  compare::Row mm{.id = "mm", .label = "mm f32", .work = {.flops = 4e9}, .mixt = {0.1, 0.1}, .peer = {0.2, 0.3},
+                  .agreement = {.max_abs = 0.5, .max_rel = 0.25, .mismatched = 7}, .tolerance = {.atol = 0.01, .rtol = 0.001}};
+  compare::Row rms{.id = "rms_norm", .label = "rms_norm f32", .work = {.bytes = 8e6}, .mixt = {0.004, 0.004},
+                   .skipped = "the peer has none"};
+  const std::vector<compare::Row> rows = {add, mm, rms};
+  const std::string table = compare::format_table(rows, "Peer 9.1", 8e9);
+  INFO(table);
+  CHECK_THAT(table, StartsWith("| op "));
+  CHECK_THAT(table, Contains("mixt / Peer"));
+  // add: 2 ms against 1 ms; 8 MB in 2 ms is 4 GB/s, half the 8 GB/s copy rate.
+  CHECK_THAT(table, Contains("|       2.000 / 3.000 |       1.000 / 1.000 |            2.00 |     0.50 xcopy |     1.00 xcopy |   yes |"));
+  CHECK_THAT(table, Contains("|            0.50 |   40.0 GFLOP/s |   20.0 GFLOP/s |    NO |"));
+  CHECK_THAT(table, Contains("NOTE: mm: the results differ: 7 elements beyond atol 0.01 + rtol 0.001 (max abs diff 0.5, "
+                             "max rel diff 0.25)"));
+  CHECK_THAT(table, Contains("NOTE: rms_norm: not compared: the peer has none"));
+  CHECK_THAT(table, !Contains("NOTE: add"));
+  const Json json = compare::rows_json(rows, 8e9);
+  REQUIRE(json.size() == 3);
+  CHECK(json[0]["ratio"].get<double>() == Approx(2.0));
+  CHECK(json[0]["mixt_x_copy"].get<double>() == Approx(0.5));
+  CHECK(json[1]["agree"] == false);
+  CHECK(json[2]["skipped"] == "the peer has none");
+  CHECK(!json[2].contains("ratio"));
+}
+
+TEST_CASE("torch-compare: each op timed against the peer, disagreements and missing ops noted", "[bench_cli]") {
+  namespace F = nn::functional;
+  int peer_threads = 0;
+  // The peer: mixt's own add and mm (so they agree), exp in place of softmax (so it does
+  // not), and no rms_norm.
+  const compare::Peer peer{
+      .name = "Fake 0.1",
+      .set_threads = [&](int t) { peer_threads = t; },
+      .describe_threads = [] { return std::string("Fake: serial"); },
+      .side = [](const compare::OpSpec& spec, const compare::Inputs& in) -> compare::PeerSide {
+        std::function<Tensor()> f;
+        if (spec.id == "add") f = [&in] { return add(in.x, in.y); };
+        if (spec.id == "softmax") f = [&in] { return exp(in.x); };
+        if (spec.id == "mm") f = [&in] { return mm(in.a, in.b); };
+        if (!f) return {.skipped = "Fake has no " + spec.id};
+        return {.call = [f] { (void)f(); }, .values = [f] { return compare::values_of(f()); }};
+      }};
+  const cli::Command program = compare::command("mixt-torch-compare", peer);
+  auto run_compare = [&](const std::vector<std::string>& words) {
+    return run_captured("mixt-torch-compare", words,
+                        [&](int argc, const char* const* argv) { return cli::run_program(program, argc, argv); });
+  };
+  mixt::testing::TempDir dir;
+  const std::string path = dir.file("compare.json");
+  const Run r = run_compare({"--size", "32", "--mm-size", "16", "--threads", "2", "--reps", "3", "--only",
+                             "add,softmax,rms_norm,mm", "--json", path});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  CHECK(peer_threads == 2);
+  CHECK_THAT(r.out, StartsWith("mixt vs Fake 0.1 on the CPU: [32, 32] float32 inputs, GEMMs [16, 16]; best / median "
+                               "of 3 alternating rounds\nthreads: mixt 2 (OpenMP); Fake: serial\n"));
+  CHECK_THAT(r.out, Contains("NOTE: softmax: the results differ"));
+  CHECK_THAT(r.out, Contains("NOTE: rms_norm: not compared: Fake has no rms_norm"));
+  CHECK_THAT(r.out, !Contains("NOTE: add"));
+  CHECK_THAT(r.out, !Contains("NOTE: mm"));
+  const auto doc = nlohmann::json::parse(read_file(path));
+  CHECK(doc["peer"] == "Fake 0.1");
+  CHECK(doc["size"] == 32);
+  CHECK(doc["copy_gbs"].get<double>() > 0);
+  REQUIRE(doc["rows"].size() == 4);
+  std::vector<std::string> ops;
+  for (const auto& row : doc["rows"]) {
+    INFO(row.dump());
+    ops.push_back(row["op"]);
+    CHECK(row["mixt_best_ms"].get<double>() > 0);
+    CHECK(row["mixt_median_ms"].get<double>() >= row["mixt_best_ms"].get<double>());
+    if (row.contains("skipped")) continue;
+    CHECK(row["peer_best_ms"].get<double>() > 0);
+    CHECK(row["ratio"].get<double>() == Approx(row["mixt_best_ms"].get<double>() / row["peer_best_ms"].get<double>()));
+  }
+  CHECK(ops == std::vector<std::string>{"add", "softmax", "rms_norm", "mm"});  // the table's order
+  CHECK(doc["rows"][0]["agree"] == true);
+  CHECK(doc["rows"][0]["max_abs_diff"] == 0.0);
+  CHECK(doc["rows"][1]["agree"] == false);
+  CHECK(doc["rows"][3]["agree"] == true);
+  CHECK(doc["rows"][3]["flops"] == 2.0 * 16 * 16 * 16);
+
+  CHECK(run_compare({"--only", "add,nope"}).status == 2);
+  CHECK(run_compare({"--size", "0"}).status == 2);
+  const Run help = run_compare({"--help"});
+  CHECK(help.status == 0);
+  CHECK_THAT(help.out, Contains("--only OPS"));
 }
