@@ -64,12 +64,18 @@ Tensor addmm_activation(const Tensor& self, const Tensor& mat1, const Tensor& ma
   return call_op(c);
 }
 Tensor vdot(const Tensor& a, const Tensor& b) { return product(OpId::vdot, a, b, ScalarType::Undefined); }
-Tensor linalg_vecdot(const Tensor& x, const Tensor& y, int64_t dim) {
-  OpCall c(OpId::linalg_vecdot);
-  c.push(x);
-  c.push(y);
+namespace {
+// A two-operand op whose one attribute is a dim (linalg_vecdot, cross).
+Tensor binary_along(OpId id, const Tensor& a, const Tensor& b, int64_t dim) {
+  OpCall c(id);
+  c.push(a);
+  c.push(b);
   c.attrs.get<attrs::Dim>().dim = dim;
   return call_op(c);
+}
+}  // namespace
+Tensor linalg_vecdot(const Tensor& x, const Tensor& y, int64_t dim) {
+  return binary_along(OpId::linalg_vecdot, x, y, dim);
 }
 
 namespace {
@@ -120,13 +126,7 @@ Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands) {
   c.list = operands;
   return call_op(c);
 }
-Tensor cross(const Tensor& a, const Tensor& b, int64_t dim) {
-  OpCall c(OpId::cross);
-  c.push(a);
-  c.push(b);
-  c.attrs.get<attrs::Dim>().dim = dim;
-  return call_op(c);
-}
+Tensor cross(const Tensor& a, const Tensor& b, int64_t dim) { return binary_along(OpId::cross, a, b, dim); }
 
 ScaledMmResult scaled_mm(const Tensor& a, const Tensor& b, const Tensor& scale_a, const Tensor& scale_b,
                          const ScaledMmOptions& options) {

@@ -3,6 +3,7 @@
 // the default handler prints each distinct warning once. Also run under ThreadSanitizer
 // (suite `threads`): handlers are installed while other threads warn.
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -167,7 +168,9 @@ TEST_CASE("handlers are replaced while other threads warn") {
     // The last handler sees the threads' warnings.
     std::atomic<int> last{0};
     WarningHandlerGuard g([&](const Warning& w) { last.fetch_add(w.message == "a warning from a thread" ? 1 : 0); });
-    while (last.load() < 10) std::this_thread::yield();
+    // Bounded: a handler that never sees a warning fails the check below instead of hanging.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (last.load() < 10 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
     stop = true;
     for (auto& t : warners) t.join();
     CHECK(last.load() >= 10);
