@@ -210,7 +210,11 @@ Tensor interpolate(const Tensor& x, const Shape& size, const std::vector<double>
     for (int i = 0; i < rank; ++i) {
       const double s = scale_factor[scale_factor.size() == 1 ? 0 : i];
       MIXT_CHECK(s > 0 && std::isfinite(s), "interpolate", "scale factors must be positive and finite, got {}", s);
-      out.push_back(static_cast<int64_t>(std::floor(static_cast<double>(x.size(2 + i)) * s)));
+      const double n = std::floor(static_cast<double>(x.size(2 + i)) * s);
+      // Checked before the conversion: a double beyond int64's range does not convert (UB).
+      MIXT_CHECK(n <= 0x1p62, "interpolate", "scale factor {} makes dim {} of shape {} too large ({})", s, 2 + i,
+                 x.sizes(), n);
+      out.push_back(static_cast<int64_t>(n));
       scales[2 - rank + i] = s;
     }
   }

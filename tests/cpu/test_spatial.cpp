@@ -109,6 +109,9 @@ TEST_CASE("interpolate and grid_sample: sizes, modes and errors", "[nn][resample
 
   CHECK_THAT(error_of([&] { F::interpolate(x, {3, 3}, {2.0}); }), Contains("interpolate") && Contains("both"));
   CHECK_THAT(error_of([&] { F::interpolate(x, {3, 3}, {}, "bicubic"); }), Contains("bicubic"));
+  // A scale factor whose output size leaves int64 raises naming interpolate (it was a double to
+  // int64 conversion out of range, undefined behaviour).
+  CHECK_THAT(error_of([&] { F::interpolate(x, {}, {1e30}); }), Contains("interpolate") && Contains("too large"));
   CHECK_THAT(error_of([&] { F::interpolate(x, {3, 3}, {}, "linear"); }), Contains("linear"));
   CHECK_THAT(error_of([&] { F::interpolate(x, {3, 3}, {}, "nearest", true); }), Contains("align_corners"));
   CHECK_THAT(error_of([&] { F::grid_sample(x, ones({1, 2, 2, 3})); }),
