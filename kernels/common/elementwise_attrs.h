@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/convert.h>
 #include <mixt/kernels/common/elementwise.h>
 #include <mixt/kernels/common/elementwise_ops.h>
 #include <mixt/kernels/common/op_checks.h>
@@ -123,11 +124,12 @@ inline OpParams elementwise_params(const OpCall& c, ScalarType compute) {
     p.s[0] = scalar_arg(a.min);
     p.s[1] = scalar_arg(a.max);
   } else if (is_op(c, OpId::hardtanh, OpId::hardtanh_)) {
-    // clamp's functor; integer tensors take the bounds truncated to integers, as PyTorch does.
+    // clamp's functor; integer tensors take the bounds truncated to integers, as PyTorch does
+    // (saturating at int64's range, NaN -> 0: Note [Conversions]; a plain cast of ±inf is UB).
     const auto& a = c.attrs.get<attrs::Hardtanh>();
     const bool integral = !is_floating(compute);
-    p.s[0] = scalar_arg(integral ? Scalar(static_cast<int64_t>(a.min_val)) : Scalar(a.min_val));
-    p.s[1] = scalar_arg(integral ? Scalar(static_cast<int64_t>(a.max_val)) : Scalar(a.max_val));
+    p.s[0] = scalar_arg(integral ? Scalar(saturate_to_int64(a.min_val)) : Scalar(a.min_val));
+    p.s[1] = scalar_arg(integral ? Scalar(saturate_to_int64(a.max_val)) : Scalar(a.max_val));
   } else if (is_op(c, OpId::leaky_relu, OpId::leaky_relu_)) {
     p.alpha = c.attrs.get<attrs::LeakyRelu>().negative_slope;
   } else if (is_op(c, OpId::elu, OpId::elu_)) {

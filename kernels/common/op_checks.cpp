@@ -4,6 +4,7 @@
 #include <limits>
 
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/convert.h>
 #include <mixt/runtime/dtype_visit.h>
 #include <mixt/runtime/ops/ops.h>
 
@@ -60,7 +61,7 @@ void check_hardtanh_bounds(const OpCall& c) {
   const auto& a = c.attrs.get<attrs::Hardtanh>();
   const ScalarType dt = c.in[0].dtype();
   MIXT_CHECK_OP(dt != kBool, c, "bool inputs are not supported");
-  MIXT_CHECK_OP(dt != kUInt8 || (static_cast<int64_t>(a.min_val) >= 0 && static_cast<int64_t>(a.max_val) >= 0), c,
+  MIXT_CHECK_OP(dt != kUInt8 || (saturate_to_int64(a.min_val) >= 0 && saturate_to_int64(a.max_val) >= 0), c,
                 "uint8 inputs take nonnegative limits only, got min_val={} max_val={}", a.min_val, a.max_val);
 }
 

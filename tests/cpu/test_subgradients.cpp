@@ -61,7 +61,7 @@ TEST_CASE("relu, abs and sign at zero have gradient 0", "[autograd][subgradient]
 
 TEST_CASE("clamp passes the gradient at its bounds, not beyond them or for NaN", "[autograd][subgradient]") {
   // PyTorch's clamp_backward keeps the gradient where min <= x <= max (bounds included;
-  // unlike hardtanh, which mixt does not have, whose bounds are excluded).
+  // unlike hardtanh, whose bounds are excluded: below).
   CHECK(grad_of([](const Tensor& x) { return clamp(x, -1.0, 1.0); }, {-2, -1, 0, 1, 2, kNan}) ==
         std::vector<double>{0, 1, 1, 1, 0, 0});
   // clamp with only a minimum is relu-like but passes the gradient at the bound (relu does not).

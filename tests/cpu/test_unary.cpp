@@ -354,3 +354,14 @@ TEST_CASE("unary operator and tensor methods", "[unary]") {
   CHECK(close(values(x.abs().sqrt())[1], std::sqrt(2.0), tol_for(kFloat32)));
   CHECK(close(values(x.abs().log())[1], std::log(2.0), tol_for(kFloat32)));
 }
+
+TEST_CASE("hardtanh on integers saturates infinite bounds instead of converting them out of range", "[unary]") {
+  // Integer tensors take the bounds truncated to integers; ±inf (and values beyond int64) saturate,
+  // as every float -> int conversion does (Note [Conversions]), rather than being cast unchecked.
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor x = from_vector<int64_t>({-5, 0, 7});
+  CHECK(F::hardtanh(x, -inf, inf).to_vector<int64_t>() == std::vector<int64_t>{-5, 0, 7});
+  CHECK(F::hardtanh(x, -2.7, 1e300).to_vector<int64_t>() == std::vector<int64_t>{-2, 0, 7});
+  CHECK(F::hardtanh(from_vector<uint8_t>({3, 200}), 0, inf).to_vector<int64_t>() == std::vector<int64_t>{3, 200});
+  CHECK_THROWS_AS(F::hardtanh(from_vector<uint8_t>({3}), -inf, 4), Error);
+}
