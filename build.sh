@@ -10,7 +10,7 @@ cd "$(dirname "$0")"
 # cmake: the install test builds an application through mixt's CMake package.
 packages=(meson ninja-build g++ pkg-config catch2 libfmt-dev libopenblas-dev
           libopenmpi-dev openmpi-bin nlohmann-json3-dev libdlpack-dev xz-utils
-          libboost-context-dev cmake)
+          libboost-context-dev cmake libhwy-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

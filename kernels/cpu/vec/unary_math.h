@@ -1,0 +1,28 @@
+// Vectorised unary math on float32 (kernels/cpu/vec/unary_math.cpp): the functions of
+// the unary op list (kernels/common/elementwise_ops.h) the CPU runs in SIMD lanes, with
+// the error bounds of docs/notes/cpu-vectorisation.md, Note [Vector math accuracy].
+// Plain C++: no Highway here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <mixt/kernels/cpu/vec/isa.h>
+
+namespace mixt::cpu::vec {
+
+enum class UnaryMath : uint8_t {
+  Exp,
+};
+
+// Attributes of the ops that have them.
+struct UnaryMathParams {
+  float beta = 1.0f, threshold = 20.0f;  // softplus
+};
+
+// out[i] = op(in[i]) for i < n, on active_isa(); `in` may equal `out`.
+void unary_math(UnaryMath op, const UnaryMathParams& p, const float* in, float* out, size_t n);
+// The same on the given instruction set (tests; `isa` must be supported).
+void unary_math(UnaryMath op, const UnaryMathParams& p, const float* in, float* out, size_t n, Isa isa);
+
+}  // namespace mixt::cpu::vec
