@@ -5,12 +5,14 @@
 #include <mixt/kernels/common/elementwise_attrs.h>
 #include <mixt/kernels/cpu/elementwise_loops.h>
 #include <mixt/kernels/cpu/register.h>
+#include <mixt/kernels/cpu/vec/map_unary.h>
 
 namespace mixt::cpu {
 namespace {
 
-// The kernel of a unary row of the list.
-template <class Maker, EwRule Rule, uint32_t Set>
+// The kernel of a unary row of the list. kVec: the op's vector function (vec_unary_op),
+// which float32, float16 and bfloat16 use (docs/notes/cpu-vectorisation.md); -1: none.
+template <class Maker, EwRule Rule, uint32_t Set, int kVec>
 void unary_kernel(OpCall& c, DispatchKeySet) {
   check_elementwise_call(c);
   Elementwise e = prepare_elementwise(c, 1, elementwise_options(c, 1, Rule, Set));
@@ -18,7 +20,16 @@ void unary_kernel(OpCall& c, DispatchKeySet) {
   visit_dtype<Set>(e.compute, op_name(c.op).data(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Out = std::conditional_t<bool_result(Rule), bool, T>;
-    Maker::template with<T>(p, [&](auto f) { Map<Out, T>::apply(e.out, f, e.inputs[0]); });
+    if constexpr (kVec >= 0 && kVecUnaryType<T>) {
+      auto op = static_cast<vec::UnaryMath>(kVec);
+      if (op == vec::UnaryMath::GeluErf && p.mode == 1) op = vec::UnaryMath::GeluTanh;
+      vec::UnaryMathParams vp;
+      vp.beta = static_cast<float>(p.beta);
+      vp.threshold = static_cast<float>(p.threshold);
+      map_unary_vec<T>(e.out, e.inputs[0], op, vp);
+    } else {
+      Maker::template with<T>(p, [&](auto f) { Map<Out, T>::apply(e.out, f, e.inputs[0]); });
+    }
   });
   finish_elementwise(c, e);
 }
@@ -28,7 +39,8 @@ void unary_kernel(OpCall& c, DispatchKeySet) {
 void register_unary_kernels() {
   using namespace dtypes;
 #define MIXT_EW_REGISTER(name, inplace, Maker, Rule, Set) \
-  register_elementwise(OpId::name, inplace, DispatchKey::CPU, unary_kernel<Maker, EwRule::Rule, Set>);
+  register_elementwise(OpId::name, inplace, DispatchKey::CPU,                      \
+                       unary_kernel<Maker, EwRule::Rule, Set, vec_unary_op(OpId::name)>);
   MIXT_ELEMENTWISE_UNARY(MIXT_EW_REGISTER)
 #undef MIXT_EW_REGISTER
 }

@@ -51,9 +51,9 @@ HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> FloatToHalf(DF df, hn::Vec<DF> v) {
 #if HWY_TARGET <= HWY_AVX2 && HWY_ARCH_X86
   // Every NaN as the positive quiet NaN, which F16C turns into 0x7e00.
   const auto quiet_nan = hn::BitCast(df, hn::Set(di, 0x7fc00000));
-  return hn::BitCast(d16, hn::DemoteTo(hn::Rebind<hwy::float16_t, DF>(), hn::IfThenElse(hn::Ne(v, v), quiet_nan, v)));
+  return hn::BitCast(d16, hn::DemoteTo(hn::Rebind<hwy::float16_t, DF>(), hn::IfThenElse(hn::IsNaN(v), quiet_nan, v)));
 #else
-  const auto is_nan = hn::RebindMask(di, hn::Ne(v, v));
+  const auto is_nan = hn::RebindMask(di, hn::IsNaN(v));
   const auto u = hn::BitCast(di, v);
   const auto mag = hn::And(u, hn::Set(di, 0x7fffffff));
   const auto sign = hn::And(hn::ShiftRight<16>(u), hn::Set(di, 0x8000));
@@ -84,7 +84,7 @@ HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> FloatToBFloat16(DF df, hn::Vec<DF> 
   const auto u = hn::BitCast(du, v);
   const auto rounded = hn::ShiftRight<16>(
       hn::Add(u, hn::Add(hn::Set(du, 0x7fffu), hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u)))));
-  const auto code = hn::IfThenElse(hn::RebindMask(du, hn::Ne(v, v)), hn::Set(du, 0x7fc0u), rounded);
+  const auto code = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), hn::Set(du, 0x7fc0u), rounded);
   return hn::DemoteTo(hn::Rebind<uint16_t, DF>(), hn::BitCast(di, code));
 }
 

@@ -1,32 +1,160 @@
 // Vectorised unary math (unary_math.h), compiled once per instruction set: the worked
-// example of the pattern described in dispatch.h.
+// example of the pattern described in dispatch.h. Highway's contrib/math gives exp,
+// expm1, log, log1p, sin, cos and tanh; erf and erfc are mixt's (erf_lanes-inl.h), and
+// every function here adds the IEEE special values Highway leaves out.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "mixt/kernels/cpu/vec/unary_math.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
 
+#include <cmath>
+
 #include <mixt/kernels/cpu/vec/convert-inl.h>
+#include <mixt/kernels/cpu/vec/erf_lanes-inl.h>
 #include <mixt/kernels/cpu/vec/unary_math.h>
 
 HWY_BEFORE_NAMESPACE();
 namespace mixt::cpu::vec::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// exp with IEEE special values: NaN stays NaN, overflow gives +Inf (Highway's Exp
-// covers x <= 104 and gives 0 below -104).
-struct ExpOp {
-  template <class D, class V>
-  HWY_INLINE V operator()(D d, V x) const {
-    const V y = hn::Exp(d, x);
-    const V big = hn::IfThenElse(hn::Gt(x, hn::Set(d, 88.72283935546875f)), hn::Inf(d), y);
-    return hn::IfThenElse(hn::IsNaN(x), x, big);
+// NaN lanes of x, else y.
+template <class V>
+HWY_INLINE V KeepNaN(V x, V y) {
+  return hn::IfThenElse(hn::IsNaN(x), x, y);
+}
+
+// exp(x): overflow gives +Inf (Highway's Exp covers x <= 104), NaN stays NaN.
+template <class D, class V>
+HWY_INLINE V ExpLanes(D d, V x) {
+  const V y = hn::IfThenElse(hn::Gt(x, hn::Set(d, 88.72283935546875f)), hn::Inf(d), hn::Exp(d, x));
+  return KeepNaN(x, y);
+}
+
+// log(x) with log(0) = -Inf, log(+Inf) = +Inf, log(x < 0) = NaN.
+template <class D, class V>
+HWY_INLINE V LogLanes(D d, V x) {
+  V y = hn::Log(d, x);
+  y = hn::IfThenElse(hn::Eq(x, hn::Zero(d)), hn::Neg(hn::Inf(d)), y);
+  y = hn::IfThenElse(hn::Eq(x, hn::Inf(d)), x, y);
+  y = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::NaN(d), y);
+  return KeepNaN(x, y);
+}
+
+// 1 / (1 + exp(-x)) without overflow: with e = exp(-|x|), 1 / (1 + e) for x >= 0 and
+// e / (1 + e) below, so the far negative tail keeps its (subnormal) digits.
+template <class D, class V>
+HWY_INLINE V SigmoidLanes(D d, V x) {
+  const V e = ExpLanes(d, hn::Neg(hn::Abs(x)));
+  const V r = hn::Div(hn::Set(d, 1.0f), hn::Add(hn::Set(d, 1.0f), e));
+  return KeepNaN(x, hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(e, r), r));
+}
+
+// sin or cos: Highway's reduction holds for |x| <= 39000; larger (and infinite) lanes
+// take the C library, lane by lane, so a lane's result never depends on its neighbours.
+template <bool kSin, class D, class V>
+HWY_INLINE V SinCosLanes(D d, V x) {
+  const V y = kSin ? hn::Sin(d, x) : hn::Cos(d, x);
+  const auto large = hn::Not(hn::Le(hn::Abs(x), hn::Set(d, 39000.0f)));
+  if (HWY_LIKELY(hn::AllFalse(d, large))) return y;
+  HWY_ALIGN float xs[hn::MaxLanes(d)];
+  HWY_ALIGN float ys[hn::MaxLanes(d)];
+  hn::Store(x, d, xs);
+  hn::Store(y, d, ys);
+  for (size_t i = 0; i < hn::Lanes(d); ++i)
+    if (!(std::fabs(xs[i]) <= 39000.0f)) ys[i] = kSin ? std::sin(xs[i]) : std::cos(xs[i]);
+  return hn::Load(d, ys);
+}
+
+// x sigmoid(x); below x = -80 as x exp(x + 20) e^-20, so that neither factor leaves the
+// normal range before the product does (x + 20 is exact there).
+template <class D, class V>
+HWY_INLINE V SiluLanes(D d, V x) {
+  const V tail = hn::Mul(hn::Mul(x, ExpLanes(d, hn::Add(x, hn::Set(d, 20.0f)))), hn::Set(d, 2.0611536224385579e-09f));
+  return hn::IfThenElse(hn::Lt(x, hn::Set(d, -80.0f)), tail, hn::Mul(x, SigmoidLanes(d, x)));
+}
+
+template <UnaryMath kOp, class D, class V>
+HWY_INLINE V Apply(D d, V x, const UnaryMathParams& p) {
+  const V one = hn::Set(d, 1.0f), half = hn::Set(d, 0.5f);
+  if constexpr (kOp == UnaryMath::Exp) {
+    return ExpLanes(d, x);
+  } else if constexpr (kOp == UnaryMath::Expm1) {
+    const V y = hn::IfThenElse(hn::Gt(x, hn::Set(d, 88.72283935546875f)), hn::Inf(d), hn::Expm1(d, x));
+    return KeepNaN(x, y);
+  } else if constexpr (kOp == UnaryMath::Log) {
+    return LogLanes(d, x);
+  } else if constexpr (kOp == UnaryMath::Log2) {
+    return hn::Mul(LogLanes(d, x), hn::Set(d, 1.44269504088896340736f));
+  } else if constexpr (kOp == UnaryMath::Log10) {
+    return hn::Mul(LogLanes(d, x), hn::Set(d, 0.434294481903251827651f));
+  } else if constexpr (kOp == UnaryMath::Log1p) {
+    V y = hn::Log1p(d, x);
+    y = hn::IfThenElse(hn::Eq(x, hn::Set(d, -1.0f)), hn::Neg(hn::Inf(d)), y);
+    y = hn::IfThenElse(hn::Eq(x, hn::Inf(d)), x, y);
+    y = hn::IfThenElse(hn::Lt(x, hn::Set(d, -1.0f)), hn::NaN(d), y);
+    return KeepNaN(x, y);
+  } else if constexpr (kOp == UnaryMath::Sin) {
+    return SinCosLanes<true>(d, x);
+  } else if constexpr (kOp == UnaryMath::Cos) {
+    return SinCosLanes<false>(d, x);
+  } else if constexpr (kOp == UnaryMath::Tanh) {
+    return KeepNaN(x, hn::Tanh(d, x));
+  } else if constexpr (kOp == UnaryMath::Sigmoid) {
+    return SigmoidLanes(d, x);
+  } else if constexpr (kOp == UnaryMath::Silu) {
+    return SiluLanes(d, x);
+  } else if constexpr (kOp == UnaryMath::Softplus) {
+    // log1p(exp(beta x)) / beta, or x where beta x > threshold (the functor's rule).
+    const V bx = hn::Mul(x, hn::Set(d, p.beta));
+    const V e = ExpLanes(d, bx);
+    V y = hn::IfThenElse(hn::Eq(e, hn::Inf(d)), e, hn::Log1p(d, e));
+    y = hn::Div(y, hn::Set(d, p.beta));
+    return KeepNaN(x, hn::IfThenElse(hn::Gt(bx, hn::Set(d, p.threshold)), x, y));
+  } else if constexpr (kOp == UnaryMath::Erf) {
+    return ErfLanes(d, x);
+  } else if constexpr (kOp == UnaryMath::GeluErf) {
+    // 0.5 x (1 + erf(x / sqrt 2)); below -sqrt(1/2) as 0.5 x erfc(-x / sqrt 2), whose square
+    // (-x / sqrt 2)^2 = x^2 / 2 is taken exactly (no cancellation, no rounded argument).
+    const V y = hn::Mul(x, hn::Set(d, 0.70710678118654752f));
+    const V upper = hn::Mul(hn::Mul(half, x), hn::Add(one, ErfLanes(d, y)));
+    V sq_hi, sq_lo;
+    ExactSquare(d, x, sq_hi, sq_lo);
+    const V tail = hn::Mul(hn::Mul(half, x), ErfcTail(d, hn::Neg(y), hn::Mul(half, sq_hi), hn::Mul(half, sq_lo)));
+    return KeepNaN(x, hn::IfThenElse(hn::Lt(x, hn::Set(d, -0.70710678118654752f)), tail, upper));
+  } else {
+    static_assert(kOp == UnaryMath::GeluTanh);
+    // 0.5 x (1 + tanh(z)) = x sigmoid(2 z), z = sqrt(2/pi) (x + 0.044715 x^3): no
+    // cancellation where tanh(z) nears -1.
+    const V x3 = hn::Mul(hn::Mul(x, x), x);
+    const V z2 = hn::Mul(hn::Set(d, 2.0f * 0.79788456080286536f), hn::Add(x, hn::Mul(hn::Set(d, 0.044715f), x3)));
+    // x^3 overflowing for huge |x| still gives x (x > 0) or -0 (x < 0), as the limits do.
+    return KeepNaN(x, hn::Mul(x, SigmoidLanes(d, z2)));
   }
-};
+}
+
+// The ops with f(-0) = -0 that Highway's version returns as +0.
+constexpr bool keeps_signed_zero(UnaryMath op) {
+  return op == UnaryMath::Expm1 || op == UnaryMath::Log1p || op == UnaryMath::Sin || op == UnaryMath::Tanh;
+}
+
+template <UnaryMath kOp>
+HWY_NOINLINE void Run(const UnaryMathParams& p, const float* in, float* out, size_t n) {
+  MapFloat(in, out, n, [&p](auto d, auto x) {
+    const auto y = Apply<kOp>(d, x, p);
+    if constexpr (keeps_signed_zero(kOp)) return hn::IfThenElse(hn::Eq(x, hn::Zero(d)), x, y);
+    return y;
+  });
+}
 
 void UnaryMathF32(UnaryMath op, const UnaryMathParams& p, const float* in, float* out, size_t n) {
   switch (op) {
-    case UnaryMath::Exp: return MapFloat(in, out, n, ExpOp{});
+#define MIXT_VEC_CASE(name) \
+  case UnaryMath::name: return Run<UnaryMath::name>(p, in, out, n);
+    MIXT_VEC_CASE(Exp) MIXT_VEC_CASE(Expm1) MIXT_VEC_CASE(Log) MIXT_VEC_CASE(Log1p) MIXT_VEC_CASE(Log2)
+    MIXT_VEC_CASE(Log10) MIXT_VEC_CASE(Sin) MIXT_VEC_CASE(Cos) MIXT_VEC_CASE(Tanh) MIXT_VEC_CASE(Sigmoid)
+    MIXT_VEC_CASE(Silu) MIXT_VEC_CASE(Softplus) MIXT_VEC_CASE(Erf) MIXT_VEC_CASE(GeluErf) MIXT_VEC_CASE(GeluTanh)
+#undef MIXT_VEC_CASE
   }
 }
 

@@ -11,9 +11,12 @@
 
 namespace mixt::cpu::vec {
 
+// float32 results; the bound of each (in ulps of the correctly rounded result) is in
+// Note [Vector math accuracy] and tested by tests/cpu/test_vec_math.cpp.
 enum class UnaryMath : uint8_t {
-  Exp,
+  Exp, Expm1, Log, Log1p, Log2, Log10, Sin, Cos, Tanh, Sigmoid, Silu, Softplus, Erf, GeluErf, GeluTanh,
 };
+inline constexpr int kUnaryMathCount = 15;
 
 // Attributes of the ops that have them.
 struct UnaryMathParams {

@@ -1,0 +1,86 @@
+// The vector path of the unary elementwise kernels (kernels/cpu/unary.cpp): which ops
+// have one (vec_unary_op), and the loop that runs it over a strided layout. Every
+// layout goes through the same vector function (contiguous float32 runs directly,
+// other runs in blocks gathered to float32), so a tensor's values do not depend on
+// its strides.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include <mixt/dispatcher/op.h>
+#include <mixt/kernels/common/convert.h>
+#include <mixt/kernels/common/strided_layout.h>
+#include <mixt/kernels/cpu/loops.h>
+#include <mixt/kernels/cpu/vec/convert.h>
+#include <mixt/kernels/cpu/vec/unary_math.h>
+#include <mixt/runtime/float_types.h>
+#include <mixt/runtime/tensor.h>
+
+namespace mixt::cpu {
+
+// The vector function of unary op `op` as an int (a vec::UnaryMath), or -1 for none.
+// gelu is GeluErf here; its kernel picks GeluTanh for approximate="tanh".
+constexpr int vec_unary_op(OpId op) {
+  using vec::UnaryMath;
+  switch (op) {
+    case OpId::exp: return static_cast<int>(UnaryMath::Exp);
+    case OpId::expm1: return static_cast<int>(UnaryMath::Expm1);
+    case OpId::log: return static_cast<int>(UnaryMath::Log);
+    case OpId::log1p: return static_cast<int>(UnaryMath::Log1p);
+    case OpId::log2: return static_cast<int>(UnaryMath::Log2);
+    case OpId::log10: return static_cast<int>(UnaryMath::Log10);
+    case OpId::sin: return static_cast<int>(UnaryMath::Sin);
+    case OpId::cos: return static_cast<int>(UnaryMath::Cos);
+    case OpId::tanh: return static_cast<int>(UnaryMath::Tanh);
+    case OpId::sigmoid: return static_cast<int>(UnaryMath::Sigmoid);
+    case OpId::silu: return static_cast<int>(UnaryMath::Silu);
+    case OpId::softplus: return static_cast<int>(UnaryMath::Softplus);
+    case OpId::erf: return static_cast<int>(UnaryMath::Erf);
+    case OpId::gelu: return static_cast<int>(UnaryMath::GeluErf);
+    default: return -1;
+  }
+}
+
+// True for the storage types the vector path takes.
+template <class T>
+inline constexpr bool kVecUnaryType =
+    std::is_same_v<T, float> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// out = op(in) elementwise, both of storage type T (float, Half or BFloat16); `in`
+// broadcasts to out's shape.
+template <class T>
+void map_unary_vec(const Tensor& out, const Tensor& in, vec::UnaryMath op, const vec::UnaryMathParams& p) {
+  const OperandGeometry geom[2] = {{&out.sizes(), &out.strides(), out.element_size()},
+                                   {&in.sizes(), &in.strides(), in.element_size()}};
+  const StridedLayout L = make_strided_layout(out.sizes(), geom);
+  char* base[2] = {static_cast<char*>(out.data_ptr()), static_cast<char*>(in.data_ptr())};
+  for_each(L, base, [&](char** ptr, const int64_t* s, int64_t n) {
+    const bool dense = s[0] == sizeof(T) && s[1] == sizeof(T);
+    if constexpr (std::is_same_v<T, float>) {
+      if (dense) return vec::unary_math(op, p, reinterpret_cast<const float*>(ptr[1]), reinterpret_cast<float*>(ptr[0]), n);
+    }
+    constexpr int64_t kBlock = 512;
+    alignas(64) float buf[kBlock];
+    for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+      const int64_t m = n - i0 < kBlock ? n - i0 : kBlock;
+      const char* src = ptr[1] + i0 * s[1];
+      char* dst = ptr[0] + i0 * s[0];
+      if constexpr (!std::is_same_v<T, float>) {
+        if (s[1] == sizeof(T)) vec::to_float(reinterpret_cast<const T*>(src), buf, m);
+      }
+      if (s[1] != sizeof(T) || std::is_same_v<T, float>)
+        for (int64_t i = 0; i < m; ++i) buf[i] = static_cast<float>(*reinterpret_cast<const T*>(src + i * s[1]));
+      vec::unary_math(op, p, buf, buf, m);
+      if constexpr (!std::is_same_v<T, float>) {
+        if (s[0] == sizeof(T)) {
+          vec::from_float(buf, reinterpret_cast<T*>(dst), m);
+          continue;
+        }
+      }
+      for (int64_t i = 0; i < m; ++i) *reinterpret_cast<T*>(dst + i * s[0]) = convert<T>(buf[i]);
+    }
+  });
+}
+
+}  // namespace mixt::cpu
