@@ -1,10 +1,12 @@
 // layer_norm and rms_norm on the CPU. Each row (the trailing normalized_shape
-// dims) is reduced in double with two passes (mean, then centred squares), so
-// narrow floats lose nothing before the single rounding of y. The statistics
+// dims) is reduced in double with two passes (mean, then centred squares) and mapped
+// in double by the vectorised row kernels (kernels/cpu/vec/rows.h), so narrow floats
+// lose nothing before the single rounding of y. The statistics
 // (mean and rstd, shape x.shape[:-k]) are returned in x's accumulate type
 // (float32, float64 for float64 inputs) for the backward formulas.
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
@@ -14,6 +16,8 @@
 #include <mixt/kernels/common/reduce_meta.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
+#include <mixt/kernels/cpu/row_buffers.h>
+#include <mixt/kernels/cpu/vec/rows.h>
 #include <mixt/runtime/dtype_visit.h>
 
 namespace mixt::cpu {
@@ -50,31 +54,31 @@ NormPlan plan_norm(const OpCall& c, bool has_bias) {
   return p;
 }
 
-// Runs row(x_row, y_row, cols, r) over every row of x in its storage type T, writing y.
+// Runs row(x, y, r) over every row r of x with x and y work rows (row_buffers.h): the
+// rows themselves for float and double, converted copies for the narrow floats.
 template <class Row>
 Tensor for_each_row(const OpCall& c, const NormPlan& p, Row&& row) {
   Tensor y = make_empty(p.x.sizes(), p.x.dtype(), p.x.device());
   visit_dtype<dtypes::kFloating>(p.x.dtype(), op_name(c.op).data(), [&](auto tag) {
     using T = typename decltype(tag)::type;
+    using W = work_t<T>;
     const T* px = p.x.data_ptr<T>();
     T* py = y.data_ptr<T>();
     const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, p.cols));
     parallel_for(p.rows, grain, [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) row(px + r * p.cols, py + r * p.cols, r);
+      std::vector<W> xbuf, ybuf(is_work_type_v<T> ? 0 : static_cast<size_t>(p.cols));
+      for (int64_t r = b; r < e; ++r) {
+        const W* x = work_row(px + r * p.cols, p.cols, xbuf);
+        if constexpr (is_work_type_v<T>) {
+          row(x, py + r * p.cols, r);
+        } else {
+          row(x, ybuf.data(), r);
+          store_line(ybuf.data(), py + r * p.cols, 1, p.cols);
+        }
+      }
     });
   });
   return y;
-}
-
-// Writes y_j = (x_j - mean) * rstd * w_j + b_j for one row.
-template <class T>
-void affine_row(const T* x, T* y, int64_t n, double mean, double rstd, const double* w, const double* b) {
-  for (int64_t j = 0; j < n; ++j) {
-    double v = (static_cast<double>(x[j]) - mean) * rstd;
-    if (w) v *= w[j];
-    if (b) v += b[j];
-    y[j] = convert<T>(v);
-  }
 }
 
 // Stores a statistic of row r into the accumulate-type tensor `stat`.
@@ -105,14 +109,10 @@ void layer_norm_kernel(OpCall& c, DispatchKeySet) {
   const Tensor mean = make_empty(p.stat_sizes, st, p.x.device()), rstd = make_empty(p.stat_sizes, st, p.x.device());
   const double *w = data_or_null(p.weight), *b = data_or_null(p.bias);
   const Tensor y = for_each_row(c, p, [&](const auto* x, auto* y, int64_t r) {
-    double m = 0, v = 0;
-    for (int64_t j = 0; j < p.cols; ++j) m += static_cast<double>(x[j]);
-    m = p.cols > 0 ? m / static_cast<double>(p.cols) : 0.0;
-    for (int64_t j = 0; j < p.cols; ++j) v += (static_cast<double>(x[j]) - m) * (static_cast<double>(x[j]) - m);
-    v = p.cols > 0 ? v / static_cast<double>(p.cols) : 0.0;
-    const double rs = 1.0 / std::sqrt(v + eps);
-    affine_row(x, y, p.cols, m, rs, w, b);
-    put_stat(mean, r, m);
+    const vec::RowMoments mv = vec::row_moments(x, p.cols, true);
+    const double rs = 1.0 / std::sqrt(mv.var + eps);
+    vec::norm_affine_row(x, y, p.cols, mv.mean, rs, w, b);
+    put_stat(mean, r, mv.mean);
     put_stat(rstd, r, rs);
   });
   set_outputs(c, {y, mean, rstd});
@@ -124,11 +124,8 @@ void rms_norm_kernel(OpCall& c, DispatchKeySet) {
   const Tensor rstd = make_empty(p.stat_sizes, accumulate_type(p.x.dtype()), p.x.device());
   const double* w = data_or_null(p.weight);
   const Tensor y = for_each_row(c, p, [&](const auto* x, auto* y, int64_t r) {
-    double ms = 0;
-    for (int64_t j = 0; j < p.cols; ++j) ms += static_cast<double>(x[j]) * static_cast<double>(x[j]);
-    ms = p.cols > 0 ? ms / static_cast<double>(p.cols) : 0.0;
-    const double rs = 1.0 / std::sqrt(ms + eps);
-    affine_row(x, y, p.cols, 0.0, rs, w, nullptr);
+    const double rs = 1.0 / std::sqrt(vec::row_moments(x, p.cols, false).var + eps);
+    vec::norm_affine_row(x, y, p.cols, 0.0, rs, w, nullptr);
     put_stat(rstd, r, rs);
   });
   set_outputs(c, {y, rstd});

@@ -1,8 +1,9 @@
 // The fused backward kernels of layer_norm and rms_norm on the CPU (Note [Fused backward
-// ops]). Per row, in double: xhat = (x - mean) * rstd (mean = 0 for rms_norm), gw = g *
-// weight, the row means of gw * xhat and of gw, then backward_math::norm_input_grad
-// rounded once to x's dtype. grad_weight (column sums of g * xhat) and grad_bias
-// (column sums of g) fold in backward_math's chunk plan, the CUDA kernel's order.
+// ops]), on the vectorised row kernels (kernels/cpu/vec/rows.h). Per row, in double:
+// xhat = (x - mean) * rstd (mean = 0 for rms_norm), gw = g * weight, the row means of
+// gw * xhat and of gw, then backward_math::norm_input_grad's formula rounded once to x's
+// dtype. grad_weight (column sums of g * xhat) and grad_bias (column sums of g) fold in
+// backward_math's chunk plan, the CUDA kernel's order.
 #include <vector>
 
 #include <mixt/dispatcher/dispatch.h>
@@ -13,6 +14,8 @@
 #include <mixt/kernels/common/op_checks.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
+#include <mixt/kernels/cpu/row_buffers.h>
+#include <mixt/kernels/cpu/vec/rows.h>
 #include <mixt/runtime/dtype_visit.h>
 
 namespace mixt::cpu {
@@ -54,26 +57,25 @@ NormInputs gather_inputs(const OpCall& c, const NormBackwardPlan& p) {
 
 template <class T>
 void input_grad(const NormBackwardPlan& p, const NormInputs& in, const Tensor& gx) {
+  using W = work_t<T>;
   const T *g = in.g.data_ptr<T>(), *x = in.x.data_ptr<T>();
   T* out = gx.data_ptr<T>();
   const double* w = in.weight.defined() ? in.weight.data_ptr<double>() : nullptr;
   const double n = static_cast<double>(p.cols);
   const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, p.cols));
   parallel_for(p.rows, grain, [&](int64_t b, int64_t e) {
+    std::vector<W> gbuf, xbuf, obuf(is_work_type_v<T> ? 0 : static_cast<size_t>(p.cols));
     for (int64_t r = b; r < e; ++r) {
-      const T *gr = g + r * p.cols, *xr = x + r * p.cols;
+      const W* gr = work_row(g + r * p.cols, p.cols, gbuf);
+      const W* xr = work_row(x + r * p.cols, p.cols, xbuf);
       const double m = p.layer ? in.mean[r] : 0.0, rs = in.rstd[r];
-      double dot = 0, sum = 0;
-      for (int64_t j = 0; j < p.cols; ++j) {
-        const double gw = w ? static_cast<double>(gr[j]) * w[j] : static_cast<double>(gr[j]);
-        dot += gw * ((static_cast<double>(xr[j]) - m) * rs);
-        sum += gw;
-      }
-      const double dot_mean = dot / n, g_mean = p.layer ? sum / n : 0.0;
-      for (int64_t j = 0; j < p.cols; ++j) {
-        const double gw = w ? static_cast<double>(gr[j]) * w[j] : static_cast<double>(gr[j]);
-        const double xhat = (static_cast<double>(xr[j]) - m) * rs;
-        out[r * p.cols + j] = convert<T>(bm::norm_input_grad(gw, xhat, rs, dot_mean, g_mean));
+      const vec::NormGradSums s = vec::norm_grad_sums(gr, xr, w, p.cols, m, rs);
+      const double dot_mean = s.dot / n, g_mean = p.layer ? s.sum / n : 0.0;
+      if constexpr (is_work_type_v<T>) {
+        vec::norm_input_grad_row(gr, xr, w, out + r * p.cols, p.cols, m, rs, dot_mean, g_mean);
+      } else {
+        vec::norm_input_grad_row(gr, xr, w, obuf.data(), p.cols, m, rs, dot_mean, g_mean);
+        store_line(obuf.data(), out + r * p.cols, 1, p.cols);
       }
     }
   });
@@ -97,17 +99,14 @@ void column_grads(const NormBackwardPlan& p, const NormInputs& in, const Tensor&
   std::vector<double> partial(static_cast<size_t>(plan.chunks * cols * 2), 0.0);
   const T *g = in.g.data_ptr<T>(), *x = in.x.data_ptr<T>();
   parallel_for(plan.chunks, 1, [&](int64_t b, int64_t e) {
+    std::vector<work_t<T>> gbuf, xbuf;
     for (int64_t ch = b; ch < e; ++ch) {
       double* pw = partial.data() + ch * cols * 2;
       double* pb = pw + cols;
       for (int64_t r = bm::chunk_first_row(plan, ch); r < bm::chunk_end_row(plan, ch, p.rows); ++r) {
         const double m = p.layer ? in.mean[r] : 0.0, rs = in.rstd[r];
-        const T *gr = g + r * cols, *xr = x + r * cols;
-        for (int64_t j = 0; j < cols; ++j) {
-          const double gj = static_cast<double>(gr[j]);
-          if (want_w) pw[j] += gj * ((static_cast<double>(xr[j]) - m) * rs);
-          if (want_b) pb[j] += gj;
-        }
+        vec::norm_column_sums(work_row(g + r * cols, cols, gbuf), work_row(x + r * cols, cols, xbuf), cols, m, rs,
+                              want_w ? pw : nullptr, want_b ? pb : nullptr);
       }
     }
   });

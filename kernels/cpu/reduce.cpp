@@ -5,7 +5,8 @@
 // Accumulation: floating sums (sum, mean, var, std, norm, logsumexp, prod) run in
 // double on the CPU, more precise than the dtype table's accumulate_type (float32
 // for the narrow floats): the CPU kernels are the reference the other backends are
-// checked against. Narrow floats are read as float and rounded once on store.
+// checked against. Contiguous runs of the common reducers take vector paths that keep
+// the double accumulation (reduce_loops.h). Narrow floats are read as float and rounded once on store.
 // Integer and bool sums and products accumulate in int64 and wrap on overflow.
 #include <algorithm>
 #include <cmath>
@@ -194,7 +195,8 @@ void arg_kernel(OpCall& c, DispatchKeySet) {
   set_output(c, 0, indices);
 }
 
-// var (Std = false) / std: Welford in double, divided by max(0, n - correction).
+// var (Std = false) / std in double, divided by max(0, n - correction): contiguous runs
+// in two passes (mean, then centred squares), merged with the rest by Welford/Chan.
 template <bool Std>
 void var_kernel(OpCall& c, DispatchKeySet) {
   const ScalarType dtype = floating_result_dtype(c, c.in[0].dtype(), ScalarType::Undefined);

@@ -10,17 +10,31 @@
 // order only when one dim is reduced (the only case where index reductions use it).
 // Within a thread positions are folded in increasing order; partials of later
 // ranges are combined into earlier ones.
+//
+// Vector paths (kernels/cpu/vec/rows.h) take sum, mean, var/std, amax/amin, logsumexp
+// and the 1- and 2-norms of float, double, bfloat16 and float16. A contiguous run is
+// summed in double in fixed slots and the run's sum added to the accumulator; var takes
+// the run's mean and centred squares in two passes and merges them by Chan's formula;
+// amax/amin take the run's extremum (NaN wins); logsumexp the run's maximum and its sum
+// of exp(x - max) in double. A reduction over an outer dim adds whole rows of
+// neighbouring outputs at once. Every other reducer folds one value at a time.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <memory>
+#include <type_traits>
 #include <vector>
 
 #include <omp.h>
 
 #include <mixt/kernels/common/reduce_geometry.h>
 #include <mixt/kernels/common/reduce_meta.h>
+#include <mixt/kernels/common/reducers.h>
 #include <mixt/kernels/cpu/loops.h>
+#include <mixt/kernels/cpu/row_buffers.h>
+#include <mixt/kernels/cpu/vec/rows.h>
 #include <mixt/runtime/checked.h>
 #include <mixt/runtime/dtype.h>
 #include <mixt/runtime/tensor.h>
@@ -66,22 +80,107 @@ inline opmath_t<T> load(const char* p) {
   return static_cast<opmath_t<T>>(*reinterpret_cast<const T*>(p));
 }
 
+// Storage types the vector paths read (float and double directly, the others widened).
+template <class T>
+inline constexpr bool is_vector_storage_v = std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                                            std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>;
+
+// True when reducer R over storage type T is a double sum the vector paths compute
+// (sum and mean of floating inputs), or a double Welford (var, std).
+template <class R, class T>
+inline constexpr bool is_vector_sum_v =
+    is_vector_storage_v<T> && std::is_base_of_v<reducers::Sum<double>, R>;
+template <class R, class T>
+inline constexpr bool is_vector_welford_v = is_vector_storage_v<T> && std::is_same_v<R, reducers::Welford<double>>;
+
+// True when reducer R over storage type T is amax or amin (Max tells which).
+template <class R, class T>
+struct vector_extremum : std::false_type {};
+template <class T, bool Max>
+struct vector_extremum<reducers::Extremum<opmath_t<T>, Max>, T> : std::bool_constant<is_vector_storage_v<T>> {
+  static constexpr bool max = Max;
+};
+
+// True when reducer R over storage type T is logsumexp or a norm (the 1- and 2-norms take
+// the vector path; the kind is known at run time).
+template <class R, class T>
+inline constexpr bool is_vector_logsumexp_v = is_vector_storage_v<T> && std::is_same_v<R, reducers::LogSumExp>;
+template <class R, class T>
+inline constexpr bool is_vector_norm_v = is_vector_storage_v<T> && std::is_same_v<R, reducers::Norm>;
+
+// Narrow runs are widened in blocks of this many values.
+constexpr int64_t kWidenBlock = 2048;
+
+// Calls f(w, i, m) over the n contiguous values at x: w holds the m values from x + i
+// as a work row (row_buffers.h), narrow ones widened in blocks of kWidenBlock.
+template <class T, class F>
+void for_each_work_block(const T* x, int64_t n, F&& f) {
+  if constexpr (is_work_type_v<T>) {
+    f(x, int64_t{0}, n);
+  } else {
+    work_t<T> buf[kWidenBlock];
+    for (int64_t i = 0; i < n; i += kWidenBlock) {
+      const int64_t m = std::min(kWidenBlock, n - i);
+      load_line(x + i, 1, buf, m);
+      f(static_cast<const work_t<T>*>(buf), i, m);
+    }
+  }
+}
+
+// Folds the n contiguous values at x (reduced positions i0, i0 + 1, ...) into acc.
+template <class T, class R>
+void fold_run(const R& r, typename R::acc_t& acc, const T* x, int64_t n, int64_t i0) {
+  if constexpr (is_vector_sum_v<R, T>) {
+    for_each_work_block(x, n, [&](const auto* w, int64_t, int64_t m) { acc += vec::sum_row(w, m); });
+  } else if constexpr (is_vector_welford_v<R, T>) {
+    for_each_work_block(x, n, [&](const auto* w, int64_t, int64_t m) {
+      const vec::RowMoments mv = vec::row_moments(w, m, true);
+      r.combine(acc, reducers::WelfordAcc<double>{mv.mean, mv.var * static_cast<double>(m), m});
+    });
+  } else if constexpr (is_vector_logsumexp_v<R, T>) {
+    for_each_work_block(x, n, [&](const auto* w, int64_t, int64_t m) {
+      const double top = static_cast<double>(vec::extremum_row(w, m, true));  // NaN when the run holds one
+      if (std::isnan(top)) {
+        acc.nan = true;
+        return;
+      }
+      // An infinite maximum decides the result alone (project gives it back).
+      R::fold(acc, top, std::isinf(top) ? 1.0 : vec::sum_exp_row(w, m, top));
+    });
+  } else if constexpr (is_vector_norm_v<R, T>) {
+    if (r.kind == reducers::NormKind::Two || r.kind == reducers::NormKind::One) {
+      for_each_work_block(x, n, [&](const auto* w, int64_t, int64_t m) {
+        acc += vec::abs_sum_row(w, m, r.kind == reducers::NormKind::Two);
+      });
+    } else {
+      for (int64_t i = 0; i < n; ++i) r.accumulate(acc, static_cast<opmath_t<T>>(x[i]), i0 + i);
+    }
+  } else if constexpr (vector_extremum<R, T>::value) {
+    for_each_work_block(x, n, [&](const auto* w, int64_t, int64_t m) {
+      r.combine(acc, vec::extremum_row(w, m, vector_extremum<R, T>::max));
+    });
+  } else {
+    for (int64_t i = 0; i < n; ++i) r.accumulate(acc, static_cast<opmath_t<T>>(x[i]), i0 + i);
+  }
+}
+
 // Folds the reduced positions [begin, end) from `base` into `acc`.
 template <class T, class R>
 void reduce_range(const ReduceGeometry& g, const R& r, const char* base, int64_t begin, int64_t end,
                   typename R::acc_t& acc) {
   for_each_reduced_run(g, base, begin, end, [&](const char* p, int64_t s, int64_t n, int64_t i0) {
     if (s == static_cast<int64_t>(sizeof(T))) {
-      const T* x = reinterpret_cast<const T*>(p);
-      for (int64_t i = 0; i < n; ++i) r.accumulate(acc, static_cast<opmath_t<T>>(x[i]), i0 + i);
+      fold_run(r, acc, reinterpret_cast<const T*>(p), n, i0);
     } else {
       for (int64_t i = 0; i < n; ++i) r.accumulate(acc, load<T>(p + i * s), i0 + i);
     }
   });
 }
 
-// Outputs folded together when the kept dim is the one contiguous in memory.
-constexpr int64_t kOuterBlock = 256;
+// Outputs folded together when the kept dim is the one contiguous in memory: a pass
+// over the reduced positions reads runs of this many neighbouring values (16 KiB of
+// float32), so a reduction over dim 0 streams along the rows.
+constexpr int64_t kOuterBlock = 4096;
 
 // Reduces outputs [ob, oe) where kept dim 0 has the smallest stride: a block of
 // neighbouring outputs shares each pass over the reduced positions.
@@ -89,7 +188,7 @@ template <class T, class R, class Store>
 void reduce_outer_block(const ReduceGeometry& g, const R& r, const char* in, int64_t ob, int64_t oe, Store& store) {
   using acc_t = typename R::acc_t;
   const int64_t ks = g.kept_strides[0];
-  acc_t acc[kOuterBlock];
+  const std::unique_ptr<acc_t[]> acc(new acc_t[static_cast<size_t>(std::min(kOuterBlock, oe - ob))]);
   int64_t o = ob;
   while (o < oe) {
     // Stay inside one row of kept dim 0 so the block's outputs are evenly spaced.
@@ -100,6 +199,15 @@ void reduce_outer_block(const ReduceGeometry& g, const R& r, const char* in, int
                          [&](const char* p, int64_t s, int64_t n, int64_t i0) {
                            for (int64_t i = 0; i < n; ++i) {
                              const char* q = p + i * s;
+                             if constexpr (is_vector_sum_v<R, T>) {
+                               if (ks == static_cast<int64_t>(sizeof(T))) {
+                                 for_each_work_block(reinterpret_cast<const T*>(q), b,
+                                                     [&](const auto* w, int64_t at, int64_t m) {
+                                                       vec::add_row_into(w, acc.get() + at, m);
+                                                     });
+                                 continue;
+                               }
+                             }
                              if (ks == static_cast<int64_t>(sizeof(T))) {
                                const T* x = reinterpret_cast<const T*>(q);
 #pragma omp simd

@@ -1,20 +1,23 @@
 // softmax and log_softmax on the CPU, along one dim, and their fused backward kernels
-// (Note [Fused backward ops]). Each line is max-subtracted (stable for large inputs);
-// narrow floats compute in float32, line sums accumulate in double, and every output
-// is rounded once. A row holding NaN gives NaN, a row of -inf gives NaN (as PyTorch).
-#include <cmath>
-#include <limits>
+// (Note [Fused backward ops]). The lines run through the vectorised row kernels
+// (kernels/cpu/vec/rows.h): each line is max-subtracted (stable for large inputs), narrow
+// floats compute in float32, line sums accumulate in double, and every output is rounded
+// once. A row holding NaN or +Inf gives NaN, a row of -Inf gives NaN (as before; PyTorch
+// agrees on NaN and -Inf rows).
+#include <algorithm>
+#include <array>
+#include <vector>
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
-#include <mixt/kernels/common/backward_math.h>
 #include <mixt/kernels/common/convert.h>
 #include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/common/op_checks.h>
 #include <mixt/kernels/common/reduce_meta.h>
-#include <mixt/kernels/common/reducers.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
+#include <mixt/kernels/cpu/row_buffers.h>
+#include <mixt/kernels/cpu/vec/rows.h>
 #include <mixt/runtime/dtype_visit.h>
 
 namespace mixt::cpu {
@@ -39,30 +42,62 @@ Lines lines_of(const Tensor& x, int64_t dim) {
   return l;
 }
 
-// Writes softmax (or log_softmax when Log) of the `n` values at x[0], x[stride], ... to y.
-template <bool Log, class T>
-void softmax_line(const T* x, T* y, int64_t n, int64_t stride) {
-  using M = opmath_t<T>;
-  const reducers::Extremum<M, true> max_r;  // NaN wins (kernels/common/reducers.h, shared with CUDA)
-  M m = max_r.init();
-  for (int64_t j = 0; j < n; ++j) max_r.accumulate(m, static_cast<M>(x[j * stride]), j);
-  double s = 0;
-  for (int64_t j = 0; j < n; ++j) s += static_cast<double>(std::exp(static_cast<M>(x[j * stride]) - m));
-  if constexpr (Log) {
-    const M log_s = static_cast<M>(std::log(s));
-    for (int64_t j = 0; j < n; ++j) y[j * stride] = convert<T>(static_cast<M>(x[j * stride]) - m - log_s);
-  } else {
-    const M inv = static_cast<M>(1.0 / s);
-    for (int64_t j = 0; j < n; ++j) y[j * stride] = convert<T>(std::exp(static_cast<M>(x[j * stride]) - m) * inv);
-  }
-}
+// Lines handed to the row kernels at once when the dim is not the innermost one: a tile
+// of neighbouring lines is gathered into work rows (whole cache lines are read), run, and
+// scattered back.
+constexpr int64_t kTile = 16;
 
-// Runs line(offset) for the first element of every line of `l` (lines are n values at stride inner).
-template <class Line>
-void for_each_line(const Lines& l, Line&& line) {
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, l.n));
-  parallel_for(l.outer * l.inner, grain, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) line((r / l.inner) * l.n * l.inner + r % l.inner);
+// Runs fn(inputs, output, n) on every line of `l` as work rows (row_buffers.h): in place
+// when the line is contiguous and T a work type, through converted rows otherwise. The
+// K inputs and the output share the layout of `l`.
+template <class T, size_t K, class Fn>
+void for_each_work_line(const Lines& l, const std::array<const T*, K>& in, T* out, const Fn& fn) {
+  using W = work_t<T>;
+  const int64_t n = l.n;
+  if (l.inner == 1) {
+    const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, n));
+    parallel_for(l.outer, grain, [&](int64_t b, int64_t e) {
+      std::vector<W> buf(is_work_type_v<T> ? 0 : static_cast<size_t>((K + 1) * n));
+      for (int64_t r = b; r < e; ++r) {
+        std::array<const W*, K> w;
+        W* o;
+        if constexpr (is_work_type_v<T>) {
+          for (size_t k = 0; k < K; ++k) w[k] = in[k] + r * n;
+          o = out + r * n;
+        } else {
+          for (size_t k = 0; k < K; ++k) {
+            load_line(in[k] + r * n, 1, buf.data() + k * n, n);
+            w[k] = buf.data() + k * n;
+          }
+          o = buf.data() + K * n;
+        }
+        fn(w, o, n);
+        if constexpr (!is_work_type_v<T>) store_line(o, out + r * n, 1, n);
+      }
+    });
+    return;
+  }
+  const int64_t tiles = (l.inner + kTile - 1) / kTile;
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, kTile * n));
+  parallel_for(l.outer * tiles, grain, [&](int64_t b, int64_t e) {
+    std::vector<W> buf(static_cast<size_t>((K + 1) * kTile * n));
+    W* const ob = buf.data() + K * kTile * n;
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t k0 = (t % tiles) * kTile, width = std::min(kTile, l.inner - k0);
+      const int64_t base = (t / tiles) * n * l.inner + k0;
+      for (size_t k = 0; k < K; ++k)
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t c = 0; c < width; ++c)
+            buf[static_cast<size_t>((static_cast<int64_t>(k) * kTile + c) * n + j)] =
+                static_cast<W>(in[k][base + j * l.inner + c]);
+      for (int64_t c = 0; c < width; ++c) {
+        std::array<const W*, K> w;
+        for (size_t k = 0; k < K; ++k) w[k] = buf.data() + (static_cast<int64_t>(k) * kTile + c) * n;
+        fn(w, ob + c * n, n);
+      }
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t c = 0; c < width; ++c) out[base + j * l.inner + c] = convert<T>(ob[c * n + j]);
+    }
   });
 }
 
@@ -87,28 +122,9 @@ void softmax_kernel(OpCall& c, DispatchKeySet) {
     using T = typename decltype(tag)::type;
     const T* px = x.data_ptr<T>();
     T* py = out.data_ptr<T>();
-    for_each_line(l, [&](int64_t off) { softmax_line<Log>(px + off, py + off, l.n, l.inner); });
+    for_each_work_line<T, 1>(l, {px}, py, [](const auto& w, auto* y, int64_t n) { vec::softmax_row(w[0], y, n, Log); });
   });
   set_output(c, out);
-}
-
-// Writes the gradient of softmax (log_softmax when Log) along one line from the output
-// gradient g and the forward's output y: the line's sum (of g * y, or of g) in double,
-// then backward_math's formula in the compute type, rounded once.
-template <bool Log, class T>
-void softmax_backward_line(const T* g, const T* y, T* gx, int64_t n, int64_t stride) {
-  using M = opmath_t<T>;
-  double s = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    const double gj = static_cast<double>(static_cast<M>(g[j * stride]));
-    s += Log ? gj : gj * static_cast<double>(static_cast<M>(y[j * stride]));
-  }
-  const M k = static_cast<M>(s);
-  for (int64_t j = 0; j < n; ++j) {
-    const M gj = static_cast<M>(g[j * stride]), yj = static_cast<M>(y[j * stride]);
-    gx[j * stride] = convert<T>(Log ? backward_math::log_softmax_grad<M>(gj, std::exp(yj), k)
-                                    : backward_math::softmax_grad<M>(yj, gj, k));
-  }
 }
 
 template <bool Log>
@@ -122,7 +138,9 @@ void softmax_backward_kernel(OpCall& c, DispatchKeySet) {
     using T = typename decltype(tag)::type;
     const T *pg = g.data_ptr<T>(), *py = y.data_ptr<T>();
     T* px = out.data_ptr<T>();
-    for_each_line(l, [&](int64_t off) { softmax_backward_line<Log>(pg + off, py + off, px + off, l.n, l.inner); });
+    for_each_work_line<T, 2>(l, {pg, py}, px, [](const auto& w, auto* gx, int64_t n) {
+      vec::softmax_backward_row(w[0], w[1], gx, n, Log);
+    });
   });
   set_output(c, out);
 }

@@ -1,0 +1,421 @@
+// The row kernels of rows.h, once per instruction set (dispatch.h). Each kernel is a
+// template over the work type M (float or double); the scalar tails compute exactly
+// what the vector lanes compute (the same IEEE operations, no contraction), and exp
+// runs on whole vectors only (a padded block for the tail), so a row's result does not
+// depend on where its elements fall relative to the vector boundaries.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "mixt/kernels/cpu/vec/rows.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include <mixt/kernels/cpu/vec/rows.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace mixt::cpu::vec::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using D64 = hn::ScalableTag<double>;
+using V64 = hn::Vec<D64>;
+constexpr size_t kL64 = hn::MaxLanes(D64());
+
+// The kL64 values at p, widened to double.
+template <class M>
+HWY_INLINE V64 Wide(const M* p) {
+  if constexpr (std::is_same_v<M, double>) return hn::LoadU(D64(), p);
+  else return hn::PromoteTo(D64(), hn::LoadU(hn::Rebind<float, D64>(), p));
+}
+
+// Stores the kL64 doubles v to p, rounded to M.
+template <class M>
+HWY_INLINE void StoreRounded(V64 v, M* p) {
+  if constexpr (std::is_same_v<M, double>) hn::StoreU(v, D64(), p);
+  else hn::StoreU(hn::DemoteTo(hn::Rebind<float, D64>(), v), hn::Rebind<float, D64>(), p);
+}
+
+// Sum over i < n of the terms of a row: term(i) gives the kL64 terms at i, i + 1, ... as
+// doubles, scalar_term(j) the single term j (bit-identical to its lane). Element i goes
+// to slot i % kSlots; the slots are then added in a fixed pairwise tree.
+constexpr int64_t kSlots = 32;
+template <class Term, class ScalarTerm>
+HWY_INLINE double SlotSum(int64_t n, const Term& term, const ScalarTerm& scalar_term) {
+  static_assert(kSlots % kL64 == 0);
+  constexpr size_t kAcc = kSlots / kL64;
+  const D64 d;
+  V64 acc[kAcc];
+  for (size_t a = 0; a < kAcc; ++a) acc[a] = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + kSlots <= n; i += kSlots)
+    for (size_t a = 0; a < kAcc; ++a) acc[a] = hn::Add(acc[a], term(i + static_cast<int64_t>(a * kL64)));
+  HWY_ALIGN double s[kSlots];
+  for (size_t a = 0; a < kAcc; ++a) hn::Store(acc[a], d, s + a * kL64);
+  for (int64_t j = i; j < n; ++j) s[j - i] += scalar_term(j);
+  for (int64_t w = kSlots / 2; w >= 1; w /= 2)
+    for (int64_t k = 0; k < w; ++k) s[k] += s[k + w];
+  return s[0];
+}
+
+// exp with the IEEE special cases Highway's Exp leaves out: NaN stays NaN, overflow gives +Inf.
+template <class D, class V>
+HWY_INLINE V ExpSpecial(D d, V x) {
+  using M = hn::TFromD<D>;
+  const M max_arg = sizeof(M) == 4 ? M(88.72283) : M(709.782712893384);
+  V r = hn::Exp(d, x);
+  r = hn::IfThenElse(hn::Gt(x, hn::Set(d, max_arg)), hn::Set(d, std::numeric_limits<M>::infinity()), r);
+  return hn::IfThenElse(hn::IsNaN(x), x, r);
+}
+
+// out[i] = f(d, in-vectors at i) for i < n over whole vectors of M; the tail goes
+// through blocks padded with `pad`, so f only ever sees whole vectors.
+template <class M, class F>
+HWY_INLINE void MapWhole(int64_t n, M* out, M pad, const M* a, const M* b, const F& f) {
+  const hn::ScalableTag<M> d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + L <= n; i += L) hn::StoreU(f(d, hn::LoadU(d, a + i), b ? hn::LoadU(d, b + i) : hn::Zero(d)), d, out + i);
+  if (i < n) {
+    HWY_ALIGN M ta[hn::MaxLanes(d)], tb[hn::MaxLanes(d)], to[hn::MaxLanes(d)];
+    for (int64_t j = 0; j < L; ++j) {
+      ta[j] = i + j < n ? a[i + j] : pad;
+      tb[j] = b && i + j < n ? b[i + j] : M(0);
+    }
+    hn::Store(f(d, hn::Load(d, ta), hn::Load(d, tb)), d, to);
+    for (int64_t j = i; j < n; ++j) out[j] = to[j - i];
+  }
+}
+
+// The largest value of the row and whether it holds a NaN.
+template <class M>
+HWY_INLINE M RowMax(const M* x, int64_t n, bool& has_nan) {
+  const hn::ScalableTag<M> d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  auto vm = hn::Set(d, -std::numeric_limits<M>::infinity());
+  auto nan = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    const auto v = hn::LoadU(d, x + i);
+    vm = hn::Max(vm, v);
+    nan = hn::Or(nan, hn::VecFromMask(d, hn::IsNaN(v)));
+  }
+  M m = hn::GetLane(hn::MaxOfLanes(d, vm));
+  has_nan = !hn::AllFalse(d, hn::MaskFromVec(nan));
+  for (; i < n; ++i) {
+    if (x[i] != x[i]) has_nan = true;
+    else if (x[i] > m) m = x[i];
+  }
+  return m;
+}
+
+template <class M>
+void SoftmaxRow(const M* x, M* y, int64_t n, bool log) {
+  bool has_nan = false;
+  const M m = RowMax(x, n, has_nan);
+  if (has_nan || std::isinf(m)) {  // a NaN, +Inf (Inf - Inf) or only -Inf (-Inf + Inf): NaN
+    for (int64_t j = 0; j < n; ++j) y[j] = std::numeric_limits<M>::quiet_NaN();
+    return;
+  }
+  MapWhole<M>(n, y, m, x, nullptr, [m](auto d, auto v, auto) { return ExpSpecial(d, hn::Sub(v, hn::Set(d, m))); });
+  const double s = SlotSum(n, [y](int64_t i) { return Wide(y + i); }, [y](int64_t j) { return static_cast<double>(y[j]); });
+  const hn::ScalableTag<M> d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  if (log) {
+    const M log_s = static_cast<M>(std::log(s));
+    const auto vm = hn::Set(d, m), vl = hn::Set(d, log_s);
+    for (; i + L <= n; i += L) hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vm), vl), d, y + i);
+    for (; i < n; ++i) y[i] = x[i] - m - log_s;
+  } else {
+    const M inv = static_cast<M>(1.0 / s);
+    const auto vi = hn::Set(d, inv);
+    for (; i + L <= n; i += L) hn::StoreU(hn::Mul(hn::LoadU(d, y + i), vi), d, y + i);
+    for (; i < n; ++i) y[i] = y[i] * inv;
+  }
+}
+
+template <class M>
+void SoftmaxBackwardRow(const M* g, const M* y, M* gx, int64_t n, bool log) {
+  const double s =
+      log ? SlotSum(n, [g](int64_t i) { return Wide(g + i); }, [g](int64_t j) { return static_cast<double>(g[j]); })
+          : SlotSum(
+                n, [g, y](int64_t i) { return hn::Mul(Wide(g + i), Wide(y + i)); },
+                [g, y](int64_t j) { return static_cast<double>(g[j]) * static_cast<double>(y[j]); });
+  const M k = static_cast<M>(s);
+  if (log)  // g - exp(y) * k
+    MapWhole<M>(n, gx, M(0), y, g, [k](auto d, auto vy, auto vg) {
+      return hn::Sub(vg, hn::Mul(ExpSpecial(d, vy), hn::Set(d, k)));
+    });
+  else  // y * (g - k)
+    MapWhole<M>(n, gx, M(0), y, g, [k](auto d, auto vy, auto vg) { return hn::Mul(vy, hn::Sub(vg, hn::Set(d, k))); });
+}
+
+template <class M>
+RowMoments Moments(const M* x, int64_t n, bool centred) {
+  if (n == 0) return {};
+  const double dn = static_cast<double>(n);
+  const double mean =
+      centred ? SlotSum(n, [x](int64_t i) { return Wide(x + i); }, [x](int64_t j) { return static_cast<double>(x[j]); }) / dn
+              : 0.0;
+  const V64 vmean = hn::Set(D64(), mean);
+  const double sq = SlotSum(
+      n,
+      [x, vmean](int64_t i) {
+        const V64 c = hn::Sub(Wide(x + i), vmean);
+        return hn::Mul(c, c);
+      },
+      [x, mean](int64_t j) {
+        const double c = static_cast<double>(x[j]) - mean;
+        return c * c;
+      });
+  return {mean, sq / dn};
+}
+
+template <class M>
+void NormAffineRow(const M* x, M* y, int64_t n, double mean, double rstd, const double* w, const double* b) {
+  const D64 d;
+  const V64 vm = hn::Set(d, mean), vr = hn::Set(d, rstd);
+  int64_t i = 0;
+  for (; i + static_cast<int64_t>(kL64) <= n; i += kL64) {
+    V64 v = hn::Mul(hn::Sub(Wide(x + i), vm), vr);
+    if (w) v = hn::Mul(v, hn::LoadU(d, w + i));
+    if (b) v = hn::Add(v, hn::LoadU(d, b + i));
+    StoreRounded(v, y + i);
+  }
+  for (; i < n; ++i) {
+    double v = (static_cast<double>(x[i]) - mean) * rstd;
+    if (w) v *= w[i];
+    if (b) v += b[i];
+    y[i] = static_cast<M>(v);
+  }
+}
+
+template <class M>
+NormGradSums GradSums(const M* g, const M* x, const double* w, int64_t n, double mean, double rstd) {
+  const D64 d;
+  const V64 vm = hn::Set(d, mean), vr = hn::Set(d, rstd);
+  auto gw = [g, w, d](int64_t i) { return w ? hn::Mul(Wide(g + i), hn::LoadU(d, w + i)) : Wide(g + i); };
+  auto gw1 = [g, w](int64_t j) { return w ? static_cast<double>(g[j]) * w[j] : static_cast<double>(g[j]); };
+  NormGradSums r;
+  r.dot = SlotSum(
+      n, [&](int64_t i) { return hn::Mul(gw(i), hn::Mul(hn::Sub(Wide(x + i), vm), vr)); },
+      [&](int64_t j) { return gw1(j) * ((static_cast<double>(x[j]) - mean) * rstd); });
+  r.sum = SlotSum(n, gw, gw1);
+  return r;
+}
+
+template <class M>
+void InputGradRow(const M* g, const M* x, const double* w, M* gx, int64_t n, double mean, double rstd,
+                  double dot_mean, double g_mean) {
+  const D64 d;
+  const V64 vm = hn::Set(d, mean), vr = hn::Set(d, rstd), vdot = hn::Set(d, dot_mean), vg = hn::Set(d, g_mean);
+  int64_t i = 0;
+  for (; i + static_cast<int64_t>(kL64) <= n; i += kL64) {
+    const V64 gw = w ? hn::Mul(Wide(g + i), hn::LoadU(d, w + i)) : Wide(g + i);
+    const V64 xhat = hn::Mul(hn::Sub(Wide(x + i), vm), vr);
+    StoreRounded(hn::Mul(vr, hn::Sub(hn::Sub(gw, hn::Mul(xhat, vdot)), vg)), gx + i);
+  }
+  for (; i < n; ++i) {
+    const double gw = w ? static_cast<double>(g[i]) * w[i] : static_cast<double>(g[i]);
+    const double xhat = (static_cast<double>(x[i]) - mean) * rstd;
+    gx[i] = static_cast<M>(rstd * (gw - xhat * dot_mean - g_mean));
+  }
+}
+
+template <class M>
+void ColumnSums(const M* g, const M* x, int64_t n, double mean, double rstd, double* gw_sum, double* gb_sum) {
+  const D64 d;
+  const V64 vm = hn::Set(d, mean), vr = hn::Set(d, rstd);
+  int64_t i = 0;
+  for (; i + static_cast<int64_t>(kL64) <= n; i += kL64) {
+    const V64 vg = Wide(g + i);
+    if (gw_sum)
+      hn::StoreU(hn::Add(hn::LoadU(d, gw_sum + i), hn::Mul(vg, hn::Mul(hn::Sub(Wide(x + i), vm), vr))), d, gw_sum + i);
+    if (gb_sum) hn::StoreU(hn::Add(hn::LoadU(d, gb_sum + i), vg), d, gb_sum + i);
+  }
+  for (; i < n; ++i) {
+    const double gj = static_cast<double>(g[i]);
+    if (gw_sum) gw_sum[i] += gj * ((static_cast<double>(x[i]) - mean) * rstd);
+    if (gb_sum) gb_sum[i] += gj;
+  }
+}
+
+template <class M>
+double SumRow(const M* x, int64_t n) {
+  return SlotSum(n, [x](int64_t i) { return Wide(x + i); }, [x](int64_t j) { return static_cast<double>(x[j]); });
+}
+
+template <class M>
+double SumExpRow(const M* x, int64_t n, double m) {
+  const V64 vm = hn::Set(D64(), m);
+  const hn::CappedTag<double, 1> d1;  // the tail through the same exp, one lane at a time
+  return SlotSum(
+      n, [x, vm](int64_t i) { return ExpSpecial(D64(), hn::Sub(Wide(x + i), vm)); },
+      [x, m, d1](int64_t j) {
+        return hn::GetLane(ExpSpecial(d1, hn::Sub(hn::Set(d1, static_cast<double>(x[j])), hn::Set(d1, m))));
+      });
+}
+
+template <class M>
+double AbsSumRow(const M* x, int64_t n, bool squares) {
+  if (squares)
+    return SlotSum(
+        n,
+        [x](int64_t i) {
+          const V64 v = Wide(x + i);
+          return hn::Mul(v, v);
+        },
+        [x](int64_t j) { return static_cast<double>(x[j]) * static_cast<double>(x[j]); });
+  return SlotSum(n, [x](int64_t i) { return hn::Abs(Wide(x + i)); },
+                 [x](int64_t j) { return std::abs(static_cast<double>(x[j])); });
+}
+
+template <class M>
+M ExtremumRow(const M* x, int64_t n, bool max) {
+  const hn::ScalableTag<M> d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  auto vm = hn::Set(d, max ? -std::numeric_limits<M>::infinity() : std::numeric_limits<M>::infinity());
+  auto nan = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    const auto v = hn::LoadU(d, x + i);
+    vm = max ? hn::Max(vm, v) : hn::Min(vm, v);
+    nan = hn::Or(nan, hn::VecFromMask(d, hn::IsNaN(v)));
+  }
+  M m = hn::GetLane(max ? hn::MaxOfLanes(d, vm) : hn::MinOfLanes(d, vm));
+  bool has_nan = !hn::AllFalse(d, hn::MaskFromVec(nan));
+  for (; i < n; ++i) {
+    if (x[i] != x[i]) has_nan = true;
+    else if (max ? x[i] > m : x[i] < m) m = x[i];
+  }
+  if (has_nan)
+    for (int64_t j = n - 1; j >= 0; --j)
+      if (x[j] != x[j]) return x[j];
+  return m;
+}
+
+template <class M>
+void AddRowInto(const M* x, double* acc, int64_t n) {
+  const D64 d;
+  int64_t i = 0;
+  for (; i + static_cast<int64_t>(kL64) <= n; i += kL64) hn::StoreU(hn::Add(hn::LoadU(d, acc + i), Wide(x + i)), d, acc + i);
+  for (; i < n; ++i) acc[i] += static_cast<double>(x[i]);
+}
+
+// Per-target entry points (one name per type, for the tables).
+#define MIXT_ROWS_BOTH(NAME, TEMPLATE, RET, PARAMS, ARGS) \
+  RET NAME##F32 PARAMS(float) { return TEMPLATE<float> ARGS; } \
+  RET NAME##F64 PARAMS(double) { return TEMPLATE<double> ARGS; }
+#define P_SOFTMAX(M) (const M* x, M* y, int64_t n, bool log)
+MIXT_ROWS_BOTH(Softmax, SoftmaxRow, void, P_SOFTMAX, (x, y, n, log))
+#define P_SOFTMAX_BW(M) (const M* g, const M* y, M* gx, int64_t n, bool log)
+MIXT_ROWS_BOTH(SoftmaxBackward, SoftmaxBackwardRow, void, P_SOFTMAX_BW, (g, y, gx, n, log))
+#define P_MOMENTS(M) (const M* x, int64_t n, bool centred)
+MIXT_ROWS_BOTH(RowMoments, Moments, RowMoments, P_MOMENTS, (x, n, centred))
+#define P_AFFINE(M) (const M* x, M* y, int64_t n, double mean, double rstd, const double* w, const double* b)
+MIXT_ROWS_BOTH(NormAffine, NormAffineRow, void, P_AFFINE, (x, y, n, mean, rstd, w, b))
+#define P_GRAD_SUMS(M) (const M* g, const M* x, const double* w, int64_t n, double mean, double rstd)
+MIXT_ROWS_BOTH(NormGradSums, GradSums, NormGradSums, P_GRAD_SUMS, (g, x, w, n, mean, rstd))
+#define P_INPUT_GRAD(M) \
+  (const M* g, const M* x, const double* w, M* gx, int64_t n, double mean, double rstd, double dot_mean, double g_mean)
+MIXT_ROWS_BOTH(NormInputGrad, InputGradRow, void, P_INPUT_GRAD, (g, x, w, gx, n, mean, rstd, dot_mean, g_mean))
+#define P_COLUMN_SUMS(M) (const M* g, const M* x, int64_t n, double mean, double rstd, double* gw_sum, double* gb_sum)
+MIXT_ROWS_BOTH(NormColumnSums, ColumnSums, void, P_COLUMN_SUMS, (g, x, n, mean, rstd, gw_sum, gb_sum))
+#define P_SUM(M) (const M* x, int64_t n)
+MIXT_ROWS_BOTH(Sum, SumRow, double, P_SUM, (x, n))
+float ExtremumF32(const float* x, int64_t n, bool max) { return ExtremumRow(x, n, max); }
+double ExtremumF64(const double* x, int64_t n, bool max) { return ExtremumRow(x, n, max); }
+#define P_SUM_EXP(M) (const M* x, int64_t n, double m)
+MIXT_ROWS_BOTH(SumExp, SumExpRow, double, P_SUM_EXP, (x, n, m))
+#define P_ABS_SUM(M) (const M* x, int64_t n, bool squares)
+MIXT_ROWS_BOTH(AbsSum, AbsSumRow, double, P_ABS_SUM, (x, n, squares))
+#define P_ADD_INTO(M) (const M* x, double* acc, int64_t n)
+MIXT_ROWS_BOTH(AddInto, AddRowInto, void, P_ADD_INTO, (x, acc, n))
+#undef MIXT_ROWS_BOTH
+#undef P_SOFTMAX
+#undef P_SOFTMAX_BW
+#undef P_MOMENTS
+#undef P_AFFINE
+#undef P_GRAD_SUMS
+#undef P_INPUT_GRAD
+#undef P_COLUMN_SUMS
+#undef P_SUM
+#undef P_ADD_INTO
+#undef P_SUM_EXP
+#undef P_ABS_SUM
+
+}  // namespace mixt::cpu::vec::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <mixt/kernels/cpu/vec/dispatch.h>
+
+namespace mixt::cpu::vec {
+
+// The function of the active instruction set among the per-target FUNC.
+#define MIXT_ROWS_CALL(FUNC, ...)                                               \
+  do {                                                                          \
+    static const IsaTable<decltype(&HWY_STATIC_DISPATCH(FUNC))> table = MIXT_VEC_TABLE(FUNC); \
+    return table.get()(__VA_ARGS__);                                            \
+  } while (0)
+
+void softmax_row(const float* x, float* y, int64_t n, bool log) { MIXT_ROWS_CALL(SoftmaxF32, x, y, n, log); }
+void softmax_row(const double* x, double* y, int64_t n, bool log) { MIXT_ROWS_CALL(SoftmaxF64, x, y, n, log); }
+void softmax_backward_row(const float* g, const float* y, float* gx, int64_t n, bool log) {
+  MIXT_ROWS_CALL(SoftmaxBackwardF32, g, y, gx, n, log);
+}
+void softmax_backward_row(const double* g, const double* y, double* gx, int64_t n, bool log) {
+  MIXT_ROWS_CALL(SoftmaxBackwardF64, g, y, gx, n, log);
+}
+RowMoments row_moments(const float* x, int64_t n, bool centred) { MIXT_ROWS_CALL(RowMomentsF32, x, n, centred); }
+RowMoments row_moments(const double* x, int64_t n, bool centred) { MIXT_ROWS_CALL(RowMomentsF64, x, n, centred); }
+void norm_affine_row(const float* x, float* y, int64_t n, double mean, double rstd, const double* w,
+                     const double* b) {
+  MIXT_ROWS_CALL(NormAffineF32, x, y, n, mean, rstd, w, b);
+}
+void norm_affine_row(const double* x, double* y, int64_t n, double mean, double rstd, const double* w,
+                     const double* b) {
+  MIXT_ROWS_CALL(NormAffineF64, x, y, n, mean, rstd, w, b);
+}
+NormGradSums norm_grad_sums(const float* g, const float* x, const double* w, int64_t n, double mean, double rstd) {
+  MIXT_ROWS_CALL(NormGradSumsF32, g, x, w, n, mean, rstd);
+}
+NormGradSums norm_grad_sums(const double* g, const double* x, const double* w, int64_t n, double mean,
+                            double rstd) {
+  MIXT_ROWS_CALL(NormGradSumsF64, g, x, w, n, mean, rstd);
+}
+void norm_input_grad_row(const float* g, const float* x, const double* w, float* gx, int64_t n, double mean,
+                         double rstd, double dot_mean, double g_mean) {
+  MIXT_ROWS_CALL(NormInputGradF32, g, x, w, gx, n, mean, rstd, dot_mean, g_mean);
+}
+void norm_input_grad_row(const double* g, const double* x, const double* w, double* gx, int64_t n, double mean,
+                         double rstd, double dot_mean, double g_mean) {
+  MIXT_ROWS_CALL(NormInputGradF64, g, x, w, gx, n, mean, rstd, dot_mean, g_mean);
+}
+void norm_column_sums(const float* g, const float* x, int64_t n, double mean, double rstd, double* gw_sum,
+                      double* gb_sum) {
+  MIXT_ROWS_CALL(NormColumnSumsF32, g, x, n, mean, rstd, gw_sum, gb_sum);
+}
+void norm_column_sums(const double* g, const double* x, int64_t n, double mean, double rstd, double* gw_sum,
+                      double* gb_sum) {
+  MIXT_ROWS_CALL(NormColumnSumsF64, g, x, n, mean, rstd, gw_sum, gb_sum);
+}
+double sum_row(const float* x, int64_t n) { MIXT_ROWS_CALL(SumF32, x, n); }
+double sum_row(const double* x, int64_t n) { MIXT_ROWS_CALL(SumF64, x, n); }
+double sum_exp_row(const float* x, int64_t n, double m) { MIXT_ROWS_CALL(SumExpF32, x, n, m); }
+double sum_exp_row(const double* x, int64_t n, double m) { MIXT_ROWS_CALL(SumExpF64, x, n, m); }
+double abs_sum_row(const float* x, int64_t n, bool squares) { MIXT_ROWS_CALL(AbsSumF32, x, n, squares); }
+double abs_sum_row(const double* x, int64_t n, bool squares) { MIXT_ROWS_CALL(AbsSumF64, x, n, squares); }
+float extremum_row(const float* x, int64_t n, bool max) { MIXT_ROWS_CALL(ExtremumF32, x, n, max); }
+double extremum_row(const double* x, int64_t n, bool max) { MIXT_ROWS_CALL(ExtremumF64, x, n, max); }
+void add_row_into(const float* x, double* acc, int64_t n) { MIXT_ROWS_CALL(AddIntoF32, x, acc, n); }
+void add_row_into(const double* x, double* acc, int64_t n) { MIXT_ROWS_CALL(AddIntoF64, x, acc, n); }
+
+#undef MIXT_ROWS_CALL
+
+}  // namespace mixt::cpu::vec
+#endif  // HWY_ONCE
