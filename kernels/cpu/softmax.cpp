@@ -6,6 +6,8 @@
 // agrees on NaN and -Inf rows).
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include <mixt/dispatcher/dispatch.h>
@@ -42,9 +44,9 @@ Lines lines_of(const Tensor& x, int64_t dim) {
   return l;
 }
 
-// Lines handed to the row kernels at once when the dim is not the innermost one: a tile
-// of neighbouring lines is gathered into work rows (whole cache lines are read), run, and
-// scattered back.
+// Lines handed to the row kernels at once when the dim is not the innermost one and has
+// few neighbours (inner < kColumnsMin): a tile of neighbouring lines is gathered into
+// work rows (whole cache lines are read), run, and scattered back.
 constexpr int64_t kTile = 16;
 
 // Runs fn(inputs, output, n) on every line of `l` as work rows (row_buffers.h): in place
@@ -101,6 +103,72 @@ void for_each_work_line(const Lines& l, const std::array<const T*, K>& in, T* ou
   });
 }
 
+// Lines along an outer dim with at least kColumnsMin neighbours run as columns: a block
+// of up to kColumnBlock neighbouring lines streams its rows (contiguous) through the
+// column kernels, pass after pass, with one accumulator per line.
+constexpr int64_t kColumnsMin = 64;
+constexpr int64_t kColumnBlock = 2048;
+
+// Runs block(o, c0, w) over the column blocks of `l` (outer index o, first line c0, width w).
+template <class Block>
+void for_each_column_block(const Lines& l, Block&& block) {
+  const int64_t blocks = (l.inner + kColumnBlock - 1) / kColumnBlock;
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, l.n * kColumnBlock));
+  parallel_for(l.outer * blocks, grain, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t c0 = (t % blocks) * kColumnBlock;
+      block(t / blocks, c0, std::min(kColumnBlock, l.inner - c0));
+    }
+  });
+}
+
+// softmax (log_softmax) of the columns of `l`: the maxima, the sums of exp in double,
+// then the outputs. A line with NaN, +Inf or only -Inf gives NaN, as softmax_row.
+template <bool Log, class T>
+void softmax_columns(const Lines& l, const T* x, T* y) {
+  using W = work_t<T>;
+  for_each_column_block(l, [&](int64_t o, int64_t c0, int64_t w) {
+    std::vector<W> m(static_cast<size_t>(w), -std::numeric_limits<W>::infinity()), k(static_cast<size_t>(w)), xbuf,
+        ybuf(is_work_type_v<T> ? 0 : static_cast<size_t>(w));
+    std::vector<double> s(static_cast<size_t>(w), 0.0);
+    const T* xo = x + o * l.n * l.inner + c0;
+    T* yo = y + o * l.n * l.inner + c0;
+    for (int64_t j = 0; j < l.n; ++j) vec::col_max(work_row(xo + j * l.inner, w, xbuf), m.data(), w);
+    for (int64_t j = 0; j < l.n; ++j) vec::col_sum_exp(work_row(xo + j * l.inner, w, xbuf), m.data(), s.data(), w);
+    for (int64_t c = 0; c < w; ++c)
+      k[c] = std::isnan(m[c]) || std::isinf(m[c]) ? std::numeric_limits<W>::quiet_NaN()
+             : Log                                ? static_cast<W>(std::log(s[c]))
+                                                  : static_cast<W>(1.0 / s[c]);
+    for (int64_t j = 0; j < l.n; ++j) {
+      W* out = is_work_type_v<T> ? reinterpret_cast<W*>(yo + j * l.inner) : ybuf.data();
+      vec::col_softmax_out(work_row(xo + j * l.inner, w, xbuf), m.data(), k.data(), out, w, Log);
+      if constexpr (!is_work_type_v<T>) store_line(ybuf.data(), yo + j * l.inner, 1, w);
+    }
+  });
+}
+
+// The backward of softmax_columns: the sums in double, rounded to the work type, then the outputs.
+template <bool Log, class T>
+void softmax_backward_columns(const Lines& l, const T* g, const T* y, T* gx) {
+  using W = work_t<T>;
+  for_each_column_block(l, [&](int64_t o, int64_t c0, int64_t w) {
+    std::vector<W> k(static_cast<size_t>(w)), gbuf, ybuf, obuf(is_work_type_v<T> ? 0 : static_cast<size_t>(w));
+    std::vector<double> s(static_cast<size_t>(w), 0.0);
+    const int64_t at = o * l.n * l.inner + c0;
+    for (int64_t j = 0; j < l.n; ++j) {
+      const int64_t r = at + j * l.inner;
+      vec::col_backward_sum(work_row(g + r, w, gbuf), work_row(y + r, w, ybuf), s.data(), w, Log);
+    }
+    for (int64_t c = 0; c < w; ++c) k[c] = static_cast<W>(s[c]);
+    for (int64_t j = 0; j < l.n; ++j) {
+      const int64_t r = at + j * l.inner;
+      W* out = is_work_type_v<T> ? reinterpret_cast<W*>(gx + r) : obuf.data();
+      vec::col_backward_out(work_row(g + r, w, gbuf), work_row(y + r, w, ybuf), k.data(), out, w, Log);
+      if constexpr (!is_work_type_v<T>) store_line(obuf.data(), gx + r, 1, w);
+    }
+  });
+}
+
 void set_output(OpCall& c, const Tensor& out) {
   if (c.out[0].defined())
     host::copy_into(c.out[0], out, c);
@@ -122,7 +190,10 @@ void softmax_kernel(OpCall& c, DispatchKeySet) {
     using T = typename decltype(tag)::type;
     const T* px = x.data_ptr<T>();
     T* py = out.data_ptr<T>();
-    for_each_work_line<T, 1>(l, {px}, py, [](const auto& w, auto* y, int64_t n) { vec::softmax_row(w[0], y, n, Log); });
+    if (l.inner >= kColumnsMin)
+      softmax_columns<Log>(l, px, py);
+    else
+      for_each_work_line<T, 1>(l, {px}, py, [](const auto& w, auto* y, int64_t n) { vec::softmax_row(w[0], y, n, Log); });
   });
   set_output(c, out);
 }
@@ -138,9 +209,12 @@ void softmax_backward_kernel(OpCall& c, DispatchKeySet) {
     using T = typename decltype(tag)::type;
     const T *pg = g.data_ptr<T>(), *py = y.data_ptr<T>();
     T* px = out.data_ptr<T>();
-    for_each_work_line<T, 2>(l, {pg, py}, px, [](const auto& w, auto* gx, int64_t n) {
-      vec::softmax_backward_row(w[0], w[1], gx, n, Log);
-    });
+    if (l.inner >= kColumnsMin)
+      softmax_backward_columns<Log>(l, pg, py, px);
+    else
+      for_each_work_line<T, 2>(l, {pg, py}, px, [](const auto& w, auto* gx, int64_t n) {
+        vec::softmax_backward_row(w[0], w[1], gx, n, Log);
+      });
   });
   set_output(c, out);
 }

@@ -223,19 +223,24 @@ TEST_CASE("softmax and log_softmax: long rows, other dims and every floating dty
       }
     }
     SECTION("dims that are not the innermost") {
-      const int64_t outer = 3, n = 301, inner = 19;  // a tile of 16 lines and a tail of 3
-      const Vec v = uniform(outer * n * inner, -6, 6, 9, dt);
-      const Tensor x = make(v, dt, {outer, n, inner});
-      for (bool log : {false, true}) {
-        INFO("log " << log);
-        const Vec got = values(log ? nnf::log_softmax(x, 1) : nnf::softmax(x, 1));
-        int64_t bad = 0;
-        for (int64_t o = 0; o < outer; ++o)
-          for (int64_t k = 0; k < inner; ++k)
-            bad += misses(dt, line(got, n, inner, o, k), softmax_ref(line(v, n, inner, o, k), log),
-                          log ? Tolerance{0.5, 4, 18} : softmax_tol(12));
-        CHECK(bad == 0);
+      // 19 lines: gathered tiles of 16 and 3; 133 and 2100 lines: column blocks (2100 = 2048 + 52).
+      for (const Shape& shape : {Shape{3, 301, 19}, Shape{2, 67, 133}, Shape{1, 9, 2100}}) {
+        const int64_t outer = shape[0], n = shape[1], inner = shape[2];
+        INFO("shape " << outer << "x" << n << "x" << inner);
+        const Vec v = uniform(outer * n * inner, -6, 6, 9, dt);
+        const Tensor x = make(v, dt, shape);
+        for (bool log : {false, true}) {
+          INFO("log " << log);
+          const Vec got = values(log ? nnf::log_softmax(x, 1) : nnf::softmax(x, 1));
+          int64_t bad = 0;
+          for (int64_t o = 0; o < outer; ++o)
+            for (int64_t k = 0; k < inner; ++k)
+              bad += misses(dt, line(got, n, inner, o, k), softmax_ref(line(v, n, inner, o, k), log),
+                            log ? Tolerance{0.5, 4, 18} : softmax_tol(12));
+          CHECK(bad == 0);
+        }
       }
+      const Tensor x = make(uniform(3 * 301 * 19, -6, 6, 9, dt), dt, {3, 301, 19});
       // The input as a transposed (non-contiguous) view: the same values as its contiguous copy.
       const Tensor xt = x.transpose(0, 2);
       CHECK(values(nnf::softmax(xt, 1)) == values(nnf::softmax(xt.contiguous(), 1)));
@@ -246,7 +251,9 @@ TEST_CASE("softmax and log_softmax: long rows, other dims and every floating dty
 TEST_CASE("softmax backward over long rows and other dims matches float64", "[vec_rows]") {
   for (ScalarType dt : {kFloat32, kBFloat16, kFloat64}) {
     INFO(dtype_name(dt));
-    const int64_t outer = 2, n = 5003, inner = 3;
+    for (const int64_t inner : {int64_t{3}, int64_t{80}}) {  // gathered tiles, column blocks
+    INFO("inner " << inner);
+    const int64_t outer = 2, n = inner == 3 ? 5003 : 301;
     const Vec g = uniform(outer * n * inner, -1, 1, 21, dt);
     const Tensor gt = make(g, dt, {outer, n, inner});
     const Tensor y = nnf::softmax(make(uniform(outer * n * inner, -3, 3, 22, dt), dt, {outer, n, inner}), 1);
@@ -286,6 +293,7 @@ TEST_CASE("softmax backward over long rows and other dims matches float64", "[ve
         }
       }
     CHECK(bad == 0);
+    }
   }
 }
 
@@ -302,18 +310,36 @@ TEST_CASE("softmax of special rows: NaN, +Inf and -Inf as before", "[vec_rows]")
     for (int at : {3, 35}) {
       INFO("at " << at);
       for (bool log : {false, true}) {
-        auto run = [&](const Vec& v) {
-          const Tensor x = make(v, dt, {1, 37});
-          return values(log ? nnf::log_softmax(x, 1) : nnf::softmax(x, 1));
-        };
-        for (double special : {kNan, kInf}) {  // NaN propagates; +Inf - +Inf is NaN: the whole row is NaN
-          for (double y : run(row(special, at))) CHECK(std::isnan(y));
+        // The row path (a [1, 37] row) and the column path (the line as columns 5 and 67 of a
+        // [37, 70] block, in a vector body and in a tail, softmax over dim 0).
+        for (bool columns : {false, true}) {
+          INFO("columns " << columns);
+          auto run = [&](const Vec& v) {
+            if (!columns) {
+              const Tensor x = make(v, dt, {1, 37});
+              return values(log ? nnf::log_softmax(x, 1) : nnf::softmax(x, 1));
+            }
+            Vec block(37 * 70, 0.5);
+            for (int j = 0; j < 37; ++j)
+              for (int c : {5, 67}) block[static_cast<size_t>(j * 70 + c)] = v[static_cast<size_t>(j)];
+            const Vec y = values((log ? nnf::log_softmax(make(block, dt, {37, 70}), 0)
+                                      : nnf::softmax(make(block, dt, {37, 70}), 0)));
+            Vec out;
+            for (int j = 0; j < 37; ++j) {
+              CHECK(same_values({y[static_cast<size_t>(j * 70 + 5)]}, {y[static_cast<size_t>(j * 70 + 67)]}));
+              out.push_back(y[static_cast<size_t>(j * 70 + 67)]);
+            }
+            return out;
+          };
+          for (double special : {kNan, kInf}) {  // NaN propagates; +Inf - +Inf is NaN: the whole line is NaN
+            for (double y : run(row(special, at))) CHECK(std::isnan(y));
+          }
+          for (double y : run(Vec(37, -kInf))) CHECK(std::isnan(y));  // only -Inf: NaN, as PyTorch
+          // One -Inf among finite values: probability 0 (log: -Inf), the rest as without it.
+          const Vec with = run(row(-kInf, at));
+          CHECK(with[static_cast<size_t>(at)] == (log ? -kInf : 0.0));
+          for (double y : with) CHECK(!std::isnan(y));
         }
-        for (double y : run(Vec(37, -kInf))) CHECK(std::isnan(y));  // only -Inf: NaN, as PyTorch
-        // One -Inf among finite values: probability 0 (log: -Inf), the rest as without it.
-        const Vec with = run(row(-kInf, at));
-        CHECK(with[static_cast<size_t>(at)] == (log ? -kInf : 0.0));
-        for (double y : with) CHECK(!std::isnan(y));
       }
     }
   }

@@ -9,6 +9,7 @@
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -152,6 +153,78 @@ void SoftmaxBackwardRow(const M* g, const M* y, M* gx, int64_t n, bool log) {
     });
   else  // y * (g - k)
     MapWhole<M>(n, gx, M(0), y, g, [k](auto d, auto vy, auto vg) { return hn::Mul(vy, hn::Sub(vg, hn::Set(d, k))); });
+}
+
+// Column kernels (softmax along an outer dim): elementwise over c < w.
+template <class M>
+void ColMax(const M* x, M* m, int64_t w) {
+  const hn::ScalableTag<M> d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  int64_t c = 0;
+  for (; c + L <= w; c += L) {
+    const auto v = hn::LoadU(d, x + c), cur = hn::LoadU(d, m + c);
+    hn::StoreU(hn::IfThenElse(hn::Or(hn::IsNaN(v), hn::Gt(v, cur)), v, cur), d, m + c);
+  }
+  for (; c < w; ++c)
+    if (x[c] != x[c] || x[c] > m[c]) m[c] = x[c];
+}
+
+template <class M>
+void ColSumExp(const M* x, const M* m, double* s, int64_t w) {
+  HWY_ALIGN M e[256];
+  for (int64_t c0 = 0; c0 < w; c0 += 256) {
+    const int64_t b = std::min<int64_t>(256, w - c0);
+    MapWhole<M>(b, e, M(0), x + c0, m + c0, [](auto d, auto v, auto vm) { return ExpSpecial(d, hn::Sub(v, vm)); });
+    const D64 dd;
+    int64_t c = 0;
+    for (; c + static_cast<int64_t>(kL64) <= b; c += kL64)
+      hn::StoreU(hn::Add(hn::LoadU(dd, s + c0 + c), Wide(e + c)), dd, s + c0 + c);
+    for (; c < b; ++c) s[c0 + c] += static_cast<double>(e[c]);
+  }
+}
+
+template <class M>
+void ColSoftmaxOut(const M* x, const M* m, const M* k, M* y, int64_t w, bool log) {
+  const hn::ScalableTag<M> d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  int64_t c = 0;
+  if (log) {
+    for (; c + L <= w; c += L)
+      hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + c), hn::LoadU(d, m + c)), hn::LoadU(d, k + c)), d, y + c);
+    for (; c < w; ++c) y[c] = x[c] - m[c] - k[c];
+  } else {
+    MapWhole<M>(w, y, M(0), x, m, [](auto dm, auto v, auto vm) { return ExpSpecial(dm, hn::Sub(v, vm)); });
+    for (; c + L <= w; c += L) hn::StoreU(hn::Mul(hn::LoadU(d, y + c), hn::LoadU(d, k + c)), d, y + c);
+    for (; c < w; ++c) y[c] = y[c] * k[c];
+  }
+}
+
+template <class M>
+void ColBackwardSum(const M* g, const M* y, double* s, int64_t w, bool log) {
+  const D64 d;
+  int64_t c = 0;
+  for (; c + static_cast<int64_t>(kL64) <= w; c += kL64) {
+    const V64 t = log ? Wide(g + c) : hn::Mul(Wide(g + c), Wide(y + c));
+    hn::StoreU(hn::Add(hn::LoadU(d, s + c), t), d, s + c);
+  }
+  for (; c < w; ++c) s[c] += log ? static_cast<double>(g[c]) : static_cast<double>(g[c]) * static_cast<double>(y[c]);
+}
+
+template <class M>
+void ColBackwardOut(const M* g, const M* y, const M* k, M* gx, int64_t w, bool log) {
+  const hn::ScalableTag<M> d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  int64_t c = 0;
+  if (log) {
+    MapWhole<M>(w, gx, M(0), y, nullptr, [](auto dm, auto vy, auto) { return ExpSpecial(dm, vy); });
+    for (; c + L <= w; c += L)
+      hn::StoreU(hn::Sub(hn::LoadU(d, g + c), hn::Mul(hn::LoadU(d, gx + c), hn::LoadU(d, k + c))), d, gx + c);
+    for (; c < w; ++c) gx[c] = g[c] - gx[c] * k[c];
+  } else {
+    for (; c + L <= w; c += L)
+      hn::StoreU(hn::Mul(hn::LoadU(d, y + c), hn::Sub(hn::LoadU(d, g + c), hn::LoadU(d, k + c))), d, gx + c);
+    for (; c < w; ++c) gx[c] = y[c] * (g[c] - k[c]);
+  }
 }
 
 template <class M>
@@ -333,6 +406,16 @@ double ExtremumF64(const double* x, int64_t n, bool max) { return ExtremumRow(x,
 MIXT_ROWS_BOTH(SumExp, SumExpRow, double, P_SUM_EXP, (x, n, m))
 #define P_ABS_SUM(M) (const M* x, int64_t n, bool squares)
 MIXT_ROWS_BOTH(AbsSum, AbsSumRow, double, P_ABS_SUM, (x, n, squares))
+#define P_COL_MAX(M) (const M* x, M* m, int64_t w)
+MIXT_ROWS_BOTH(ColMax, ColMax, void, P_COL_MAX, (x, m, w))
+#define P_COL_SUM_EXP(M) (const M* x, const M* m, double* s, int64_t w)
+MIXT_ROWS_BOTH(ColSumExp, ColSumExp, void, P_COL_SUM_EXP, (x, m, s, w))
+#define P_COL_OUT(M) (const M* x, const M* m, const M* k, M* y, int64_t w, bool log)
+MIXT_ROWS_BOTH(ColSoftmaxOut, ColSoftmaxOut, void, P_COL_OUT, (x, m, k, y, w, log))
+#define P_COL_BW_SUM(M) (const M* g, const M* y, double* s, int64_t w, bool log)
+MIXT_ROWS_BOTH(ColBackwardSum, ColBackwardSum, void, P_COL_BW_SUM, (g, y, s, w, log))
+#define P_COL_BW_OUT(M) (const M* g, const M* y, const M* k, M* gx, int64_t w, bool log)
+MIXT_ROWS_BOTH(ColBackwardOut, ColBackwardOut, void, P_COL_BW_OUT, (g, y, k, gx, w, log))
 #define P_ADD_INTO(M) (const M* x, double* acc, int64_t n)
 MIXT_ROWS_BOTH(AddInto, AddRowInto, void, P_ADD_INTO, (x, acc, n))
 #undef MIXT_ROWS_BOTH
@@ -346,6 +429,11 @@ MIXT_ROWS_BOTH(AddInto, AddRowInto, void, P_ADD_INTO, (x, acc, n))
 #undef P_SUM
 #undef P_ADD_INTO
 #undef P_SUM_EXP
+#undef P_COL_MAX
+#undef P_COL_SUM_EXP
+#undef P_COL_OUT
+#undef P_COL_BW_SUM
+#undef P_COL_BW_OUT
 #undef P_ABS_SUM
 
 }  // namespace mixt::cpu::vec::HWY_NAMESPACE
@@ -406,6 +494,28 @@ void norm_column_sums(const double* g, const double* x, int64_t n, double mean, 
 }
 double sum_row(const float* x, int64_t n) { MIXT_ROWS_CALL(SumF32, x, n); }
 double sum_row(const double* x, int64_t n) { MIXT_ROWS_CALL(SumF64, x, n); }
+void col_max(const float* x, float* m, int64_t w) { MIXT_ROWS_CALL(ColMaxF32, x, m, w); }
+void col_max(const double* x, double* m, int64_t w) { MIXT_ROWS_CALL(ColMaxF64, x, m, w); }
+void col_sum_exp(const float* x, const float* m, double* s, int64_t w) { MIXT_ROWS_CALL(ColSumExpF32, x, m, s, w); }
+void col_sum_exp(const double* x, const double* m, double* s, int64_t w) { MIXT_ROWS_CALL(ColSumExpF64, x, m, s, w); }
+void col_softmax_out(const float* x, const float* m, const float* k, float* y, int64_t w, bool log) {
+  MIXT_ROWS_CALL(ColSoftmaxOutF32, x, m, k, y, w, log);
+}
+void col_softmax_out(const double* x, const double* m, const double* k, double* y, int64_t w, bool log) {
+  MIXT_ROWS_CALL(ColSoftmaxOutF64, x, m, k, y, w, log);
+}
+void col_backward_sum(const float* g, const float* y, double* s, int64_t w, bool log) {
+  MIXT_ROWS_CALL(ColBackwardSumF32, g, y, s, w, log);
+}
+void col_backward_sum(const double* g, const double* y, double* s, int64_t w, bool log) {
+  MIXT_ROWS_CALL(ColBackwardSumF64, g, y, s, w, log);
+}
+void col_backward_out(const float* g, const float* y, const float* k, float* gx, int64_t w, bool log) {
+  MIXT_ROWS_CALL(ColBackwardOutF32, g, y, k, gx, w, log);
+}
+void col_backward_out(const double* g, const double* y, const double* k, double* gx, int64_t w, bool log) {
+  MIXT_ROWS_CALL(ColBackwardOutF64, g, y, k, gx, w, log);
+}
 double sum_exp_row(const float* x, int64_t n, double m) { MIXT_ROWS_CALL(SumExpF32, x, n, m); }
 double sum_exp_row(const double* x, int64_t n, double m) { MIXT_ROWS_CALL(SumExpF64, x, n, m); }
 double abs_sum_row(const float* x, int64_t n, bool squares) { MIXT_ROWS_CALL(AbsSumF32, x, n, squares); }

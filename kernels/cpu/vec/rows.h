@@ -25,6 +25,24 @@ void softmax_row(const double* x, double* y, int64_t n, bool log);
 void softmax_backward_row(const float* g, const float* y, float* gx, int64_t n, bool log);
 void softmax_backward_row(const double* g, const double* y, double* gx, int64_t n, bool log);
 
+// Column kernels of softmax along an outer dim: the lines are the w columns of a block
+// whose rows (one per position along the dim) are streamed in order, each as a work row.
+// m[c] = max(m[c], x[c]) for c < w, NaN sticky.
+void col_max(const float* x, float* m, int64_t w);
+void col_max(const double* x, double* m, int64_t w);
+// s[c] += exp(x[c] - m[c]) in double (exp in the work type, as softmax_row).
+void col_sum_exp(const float* x, const float* m, double* s, int64_t w);
+void col_sum_exp(const double* x, const double* m, double* s, int64_t w);
+// y[c] = exp(x[c] - m[c]) * k[c] (softmax: k = 1 / sum) or x[c] - m[c] - k[c] (log: k = log(sum)).
+void col_softmax_out(const float* x, const float* m, const float* k, float* y, int64_t w, bool log);
+void col_softmax_out(const double* x, const double* m, const double* k, double* y, int64_t w, bool log);
+// The backward's sums s[c] += g[c] * y[c] (log: += g[c]) in double, and its output
+// gx[c] = y[c] * (g[c] - k[c]) (log: g[c] - exp(y[c]) * k[c]).
+void col_backward_sum(const float* g, const float* y, double* s, int64_t w, bool log);
+void col_backward_sum(const double* g, const double* y, double* s, int64_t w, bool log);
+void col_backward_out(const float* g, const float* y, const float* k, float* gx, int64_t w, bool log);
+void col_backward_out(const double* g, const double* y, const double* k, double* gx, int64_t w, bool log);
+
 // A row's mean and (biased) variance in double, two passes; with centred = false, the
 // mean is 0 and var is the mean square (rms_norm). Empty rows give {0, 0}.
 struct RowMoments {
