@@ -135,6 +135,18 @@ inline Shape check_masked_fill(const OpCall& c) {
   return shape;
 }
 
+// masked_select: the bool mask and the input broadcast together; returns their shape.
+inline Shape check_masked_select(const OpCall& c) {
+  const Tensor &t = c.in[0], &mask = c.in[1];
+  MIXT_CHECK_OP(mask.dtype() == kBool, c, "expects a bool mask, got {}", mask.dtype());
+  try {
+    return broadcast_shapes(t.sizes(), mask.sizes(), op_name(c.op).data());
+  } catch (const Error&) {
+    MIXT_FAIL_OP(c, "the mask of shape {} and the input of shape {} do not broadcast together", mask.sizes(),
+                 t.sizes());
+  }
+}
+
 // The result of masked_fill(_): self (in place), the caller's out[0], or make_new(shape); checked.
 template <class MakeNew>
 Tensor masked_fill_output(const OpCall& c, const Shape& shape, MakeNew&& make_new) {

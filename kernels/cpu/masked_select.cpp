@@ -6,6 +6,7 @@
 
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/dispatcher/op_check.h>
+#include <mixt/kernels/common/index_checks.h>
 #include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/dtype_visit.h>
@@ -67,14 +68,7 @@ void nonzero_kernel(OpCall& c, DispatchKeySet) {
 void masked_select_kernel(OpCall& c, DispatchKeySet) {
   check_cpu(c);
   const Tensor &t = c.in[0], &mask = c.in[1];
-  MIXT_CHECK_OP(mask.dtype() == kBool, c, "expects a bool mask, got {}", mask.dtype());
-  Shape shape;
-  try {
-    shape = broadcast_shapes(t.sizes(), mask.sizes(), "masked_select");
-  } catch (const Error&) {
-    MIXT_FAIL_OP(c, "the mask of shape {} and the input of shape {} do not broadcast together", mask.sizes(),
-                 t.sizes());
-  }
+  const Shape shape = index_checks::check_masked_select(c);
   const std::vector<int64_t> at = nonzero_positions(c, expand(mask, shape));
   const Tensor src = host::contiguous(expand(t, shape), c);
   const int64_t n = static_cast<int64_t>(at.size()), es = t.element_size();

@@ -12,6 +12,8 @@
 #include <mixt/kernels/cuda/host.h>
 #include <mixt/kernels/cuda/launch.h>
 #include <mixt/kernels/cuda/stream.h>
+#include <mixt/dispatcher/dispatch.h>
+#include <mixt/dispatcher/op_check.h>
 #include <mixt/runtime/check.h>
 #include <mixt/runtime/cuda.h>
 
@@ -115,6 +117,15 @@ DeviceGuard::~DeviceGuard() {
   // A switch back that fails leaves no error behind for a later, unrelated call.
   if (previous_ >= 0 && cudaSetDevice(previous_) != cudaSuccess) cudaGetLastError();
 }
+
+int InputDevice::index_of(const OpCall& c) {
+  MIXT_CHECK_OP(c.n_in > 0 && c.in[0].is_cuda(), c, "the CUDA kernel got a tensor on {}",
+                c.n_in > 0 ? c.in[0].device() : Device::cpu());
+  return c.in[0].device().index();
+}
+
+InputDevice::InputDevice(const OpCall& c)
+    : guard_(index_of(c), op_name(c.op).data()), stream_(current_native_stream(c.in[0].device().index())) {}
 
 namespace {
 std::atomic<uint64_t> g_used_devices{0};

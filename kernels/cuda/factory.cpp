@@ -153,6 +153,25 @@ Tensor dense_copy(const Tensor& t, cudaStream_t stream, const char* op) {
   return out;
 }
 
+void write_output(OpCall& c, int i, const Tensor& result, cudaStream_t stream) {
+  Tensor& out = c.out[static_cast<size_t>(i)];
+  if (!out.defined()) {
+    out = result;
+    return;
+  }
+  MIXT_CHECK_OP(out.sizes() == result.sizes() && out.dtype() == result.dtype() && out.device() == result.device(), c,
+                "output {} is {} but the result is {}", i, out.describe(), result.describe());
+  check_writable(c, out, "the output");
+  move_elements(out, result, stream, op_name(c.op).data());
+}
+
+int64_t read_int64(const int64_t* p, cudaStream_t stream, const char* op) {
+  int64_t v = 0;
+  check(cudaMemcpyAsync(&v, p, sizeof v, cudaMemcpyDeviceToHost, stream), op);
+  check(cudaStreamSynchronize(stream), op);
+  return v;
+}
+
 void register_factory_kernels() {
   register_kernel(OpId::empty, DispatchKey::CUDA, empty_kernel);
   register_kernel(OpId::full, DispatchKey::CUDA, full_kernel);

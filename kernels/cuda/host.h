@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <mixt/dispatcher/op_call.h>
 #include <mixt/kernels/common/strided_layout.h>
 #include <mixt/kernels/cuda/launch.h>
 #include <mixt/runtime/allocator.h>
@@ -28,6 +29,19 @@ class DeviceGuard {
 
  private:
   int previous_ = -1;
+};
+
+// For a kernel whose input 0 says the device: that device (a CUDA tensor's, else
+// mixt::Error naming the op) made current for the scope, and its current stream.
+class InputDevice {
+ public:
+  explicit InputDevice(const OpCall& c);
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  static int index_of(const OpCall& c);
+  DeviceGuard guard_;
+  cudaStream_t stream_;
 };
 
 // Records that mixt used device `index` in this process (DeviceGuard does).

@@ -148,18 +148,6 @@ __global__ void masked_fill_kernel(MaskedFillArgs a, U value) {
   }
 }
 
-// Calls f(TypeTag<U>) with the unsigned type of `size` bytes.
-template <class F>
-cudaError_t visit_size(int size, F&& f) {
-  switch (size) {
-    case 1: return f(TypeTag<uint8_t>{});
-    case 2: return f(TypeTag<uint16_t>{});
-    case 4: return f(TypeTag<uint32_t>{});
-    case 8: return f(TypeTag<uint64_t>{});
-    default: return cudaErrorInvalidValue;
-  }
-}
-
 template <class F>
 cudaError_t visit_index(ScalarType t, F&& f) {
   if (t == ScalarType::Int32) return f(TypeTag<int32_t>{});

@@ -17,6 +17,8 @@ void register_gemm_kernels();     // mm, bmm, addmm, baddbmm, linear, scaled_mm 
 void register_scaled_mm_kernel(); // scaled_mm (gemm/scaled_mm.cpp; called by register_gemm_kernels)
 void register_reduce_kernels();   // sum, prod, mean, amax, amin, max, min, argmax, argmin, var, std, norm, logsumexp, all, any
 void register_scan_kernels();     // cumsum, cumprod
+void register_sort_kernels();     // sort, argsort, topk, unique
+void register_masked_select_kernels();  // masked_select, nonzero
 void register_softmax_kernels();  // softmax, log_softmax and their backward kernels
 void register_norm_kernels();     // layer_norm, rms_norm
 void register_norm_backward_kernels();  // layer_norm_backward, rms_norm_backward

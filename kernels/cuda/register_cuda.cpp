@@ -20,6 +20,8 @@ void register_cuda_kernels() {
   cuda::register_gemm_kernels();
   cuda::register_reduce_kernels();
   cuda::register_scan_kernels();
+  cuda::register_sort_kernels();
+  cuda::register_masked_select_kernels();
   cuda::register_softmax_kernels();
   cuda::register_norm_kernels();
   cuda::register_norm_backward_kernels();

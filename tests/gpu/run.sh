@@ -97,6 +97,7 @@ present rehearsal 180 test_cuda_rehearsal
 present allocator 90 test_cuda_allocator
 present training 120 test_cuda_training
 present scan_scatter 120 test_cuda_scan_scatter
+present sort 120 test_cuda_sort
 present nccl 90 test_nccl_gpu
 
 # The demo's first steps on the GPU, twice with --deterministic: the same parameters, bit for bit.

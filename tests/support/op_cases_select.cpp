@@ -193,12 +193,12 @@ void add_index_put_cases(Builder& b) {
   b.add("index_put/accumulate", OpId::index_put, A, A, put_inputs({1, 1}, {2, -2, 0}),
         run([](const Ins& in) { return index_put(in[0], {in[2], in[3]}, in[1], true); }))
       .with(put_ref(true), kExact);
-  b.add("masked_select", OpId::masked_select, A, kNoCuda,
+  b.add("masked_select", OpId::masked_select, A, A,
         [](ScalarType dt) { return CaseInputs{{data(dt, {3, 4}, -3, 3, 74), data(kBool, {4}, 0, 1, 75)}, 0b01}; },
         run([](const Ins& in) { return masked_select(in[0], in[1]); }))
       .with([](const Refs& in, ScalarType) { return masked_select_ref(in[0], in[1]); }, kExact);
   // Integers in [-1, 1] and bool give zeros among the values.
-  b.add("nonzero", OpId::nonzero, A, kNoCuda,
+  b.add("nonzero", OpId::nonzero, A, A,
         [](ScalarType dt) { return CaseInputs{{data(dt, {3, 2, 3}, -1, 1, 76)}, 0}; },
         run([](const Ins& in) { return nonzero(in[0]); }), kInt64Out)
       .with([](const Refs& in, ScalarType) { return nonzero_ref(in[0]); }, kExact);
@@ -207,35 +207,35 @@ void add_index_put_cases(Builder& b) {
 void add_sort_cases(Builder& b) {
   // Integer inputs in [-3, 3] have ties, which keep their input order.
   auto sort_inputs = [](ScalarType dt) { return CaseInputs{{data(dt, {3, 5}, -3, 3, 77)}, 0b1}; };
-  b.add("sort/values", OpId::sort, A, kNoCuda, sort_inputs, run([](const Ins& in) { return sort(in[0]).values; }))
+  b.add("sort/values", OpId::sort, A, A, sort_inputs, run([](const Ins& in) { return sort(in[0]).values; }))
       .with([](const Refs& in, ScalarType) { return sort_ref(in[0], -1, false, 5).values; }, kExact);
-  b.add("sort/indices descending", OpId::sort, A, kNoCuda, sort_inputs,
+  b.add("sort/indices descending", OpId::sort, A, A, sort_inputs,
         run([](const Ins& in) { return sort(in[0], 0, true, true).indices; }), kInt64Out)
       .with([](const Refs& in, ScalarType) { return sort_ref(in[0], 0, true, 3).indices; }, kExact);
-  b.add("sort/nan", OpId::sort, A, kNoCuda, [](ScalarType dt) { return CaseInputs{{with_nans(dt)}, 0}; },
+  b.add("sort/nan", OpId::sort, A, A, [](ScalarType dt) { return CaseInputs{{with_nans(dt)}, 0}; },
         run([](const Ins& in) { return sort(in[0], 1, true).indices; }), kInt64Out)
       .with([](const Refs& in, ScalarType) { return sort_ref(in[0], 1, true, 5).indices; }, kExact);
-  b.add("argsort", OpId::argsort, A, kNoCuda, sort_inputs,
+  b.add("argsort", OpId::argsort, A, A, sort_inputs,
         run([](const Ins& in) { return argsort(in[0], 1, false, true); }), kInt64Out)
       .with([](const Refs& in, ScalarType) { return sort_ref(in[0], 1, false, 5).indices; }, kExact);
-  b.add("topk/values", OpId::topk, A, kNoCuda, sort_inputs, run([](const Ins& in) { return topk(in[0], 2, 0).values; }))
+  b.add("topk/values", OpId::topk, A, A, sort_inputs, run([](const Ins& in) { return topk(in[0], 2, 0).values; }))
       .with([](const Refs& in, ScalarType) { return sort_ref(in[0], 0, true, 2).values; }, kExact);
-  b.add("topk/smallest indices", OpId::topk, A, kNoCuda, sort_inputs,
+  b.add("topk/smallest indices", OpId::topk, A, A, sort_inputs,
         run([](const Ins& in) { return topk(in[0], 3, 1, false).indices; }), kInt64Out)
       .with([](const Refs& in, ScalarType) { return sort_ref(in[0], 1, false, 3).indices; }, kExact);
-  b.add("topk/nan", OpId::topk, A, kNoCuda, [](ScalarType dt) { return CaseInputs{{with_nans(dt)}, 0}; },
+  b.add("topk/nan", OpId::topk, A, A, [](ScalarType dt) { return CaseInputs{{with_nans(dt)}, 0}; },
         run([](const Ins& in) { return topk(in[0], 2, 1).values; }))
       .with([](const Refs& in, ScalarType) { return sort_ref(in[0], 1, true, 2).values; }, kExact);
   auto unique_inputs = [](ScalarType dt) { return CaseInputs{{data(dt, {3, 4}, -2, 2, 78)}, 0}; };
-  b.add("unique/values", OpId::unique, A, kNoCuda, unique_inputs, run([](const Ins& in) { return unique(in[0]).values; }))
+  b.add("unique/values", OpId::unique, A, A, unique_inputs, run([](const Ins& in) { return unique(in[0]).values; }))
       .with([](const Refs& in, ScalarType) { return unique_ref(in[0]).values; }, kExact);
-  b.add("unique/inverse", OpId::unique, A, kNoCuda, unique_inputs,
+  b.add("unique/inverse", OpId::unique, A, A, unique_inputs,
         run([](const Ins& in) { return unique(in[0], true, true).inverse; }), kInt64Out)
       .with([](const Refs& in, ScalarType) { return unique_ref(in[0]).inverse; }, kExact);
-  b.add("unique/counts", OpId::unique, A, kNoCuda, unique_inputs,
+  b.add("unique/counts", OpId::unique, A, A, unique_inputs,
         run([](const Ins& in) { return unique(in[0], true, false, true).counts; }), kInt64Out)
       .with([](const Refs& in, ScalarType) { return unique_ref(in[0]).counts; }, kExact);
-  b.add("unique/nan", OpId::unique, A, kNoCuda, [](ScalarType dt) { return CaseInputs{{with_nans(dt)}, 0}; },
+  b.add("unique/nan", OpId::unique, A, A, [](ScalarType dt) { return CaseInputs{{with_nans(dt)}, 0}; },
         run([](const Ins& in) { return unique(in[0]).values; }))
       .with([](const Refs& in, ScalarType) { return unique_ref(in[0]).values; }, kExact);
 }

@@ -97,7 +97,9 @@ void families_markdown(std::ostringstream& md) {
   }
   md << "| **all** | " << total.ops << " | " << total.cpu << " | " << total.meta << " | " << total.cuda << " | |\n\n"
      << "Not on meta tensors (the size of the result is in the input's values): " << code_list(not_on_meta)
-     << ".\nNo CUDA kernel yet ([cuda.md](cuda.md#status)): " << code_list(not_on_cuda) << ".\n\n";
+     << ".\n";
+  if (not_on_cuda.empty()) md << "Every op runs on CUDA ([cuda.md](cuda.md#status)).\n\n";
+  else md << "No CUDA kernel yet ([cuda.md](cuda.md#status)): " << code_list(not_on_cuda) << ".\n\n";
 }
 
 // "CUDA and CPU: fp32", "CUDA: promote; CPU: fp32", "CPU: fp32".
