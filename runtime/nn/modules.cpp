@@ -263,6 +263,25 @@ std::string ConvModule::extra_repr() const {
   return s + fmt::format(", dilation={}, groups={}, bias={}", dilation_, groups_, bias_.defined());
 }
 
+Conv1d::Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride, int64_t padding,
+               int64_t dilation, int64_t groups, bool bias)
+    : ConvModule("Conv1d", false, in_channels, out_channels, {kernel_size}, {stride}, {padding}, {0}, {dilation},
+                 groups, bias) {}
+Tensor Conv1d::forward(const Tensor& x) {
+  return F::conv1d(x, weight_, bias_, stride_[0], padding_[0], dilation_[0], groups_);
+}
+
+namespace {
+// A geometry value for `dims` spatial dims: as given, or its one value repeated.
+Shape per_dim(const Shape& s, int dims) { return s.size() == 1 ? Shape::filled(dims, s[0]) : s; }
+}  // namespace
+
+Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, const Shape& kernel_size, const Shape& stride,
+               const Shape& padding, const Shape& dilation, int64_t groups, bool bias)
+    : ConvModule("Conv2d", false, in_channels, out_channels, per_dim(kernel_size, 2), per_dim(stride, 2),
+                 per_dim(padding, 2), {0}, per_dim(dilation, 2), groups, bias) {}
+Tensor Conv2d::forward(const Tensor& x) { return F::conv2d(x, weight_, bias_, stride_, padding_, dilation_, groups_); }
+
 Conv3d::Conv3d(int64_t in_channels, int64_t out_channels, const Shape& kernel_size, const Shape& stride,
                const Shape& padding, const Shape& dilation, int64_t groups, bool bias)
     : ConvModule("Conv3d", false, in_channels, out_channels,

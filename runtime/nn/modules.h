@@ -281,7 +281,7 @@ MIXT_NN_ELEMENTWISE_MODULE(SELU)
 MIXT_NN_ELEMENTWISE_MODULE(Mish)
 #undef MIXT_NN_ELEMENTWISE_MODULE
 
-// What Conv3d and the ConvTranspose modules share: the geometry, a weight [out, in / groups,
+// What the Conv and ConvTranspose modules share: the geometry, a weight [out, in / groups,
 // *kernel] ([in, out / groups, *kernel] when transposed) and a bias [out], both starting
 // U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = weight.size(1) * prod(kernel) (PyTorch's init).
 class ConvModule : public Module {
@@ -298,6 +298,24 @@ class ConvModule : public Module {
   Shape stride_, padding_, output_padding_, dilation_;
   int64_t groups_;
   Tensor weight_, bias_;
+};
+
+// conv1d over x [N, C_in, L], with PyTorch's argument order.
+class Conv1d : public ConvModule {
+ public:
+  Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride = 1, int64_t padding = 0,
+         int64_t dilation = 1, int64_t groups = 1, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "Conv1d"; }
+};
+
+// conv2d over x [N, C_in, H, W]; each geometry value: one per dim, or one for both.
+class Conv2d : public ConvModule {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, const Shape& kernel_size, const Shape& stride = {1},
+         const Shape& padding = {0}, const Shape& dilation = {1}, int64_t groups = 1, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "Conv2d"; }
 };
 
 // conv3d over x [N, C_in, D, H, W] (or unbatched); each geometry value: one per dim, or one for all.

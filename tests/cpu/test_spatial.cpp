@@ -120,7 +120,7 @@ TEST_CASE("interpolate and grid_sample: sizes, modes and errors", "[nn][resample
   CHECK_THAT(error_of([&] { F::grid_sample(x, grid.to(kFloat32)); }), Contains("one dtype"));
 }
 
-TEST_CASE("Conv3d, ConvTranspose1d/2d, the pools and Upsample call their functions", "[nn][modules]") {
+TEST_CASE("Conv1d/2d/3d, ConvTranspose1d/2d, the pools and Upsample call their functions", "[nn][modules]") {
   nn::ConvTranspose2d up(4, 6, {3}, {2}, {1}, {1}, 2);
   CHECK(up.weight().sizes() == Shape{4, 3, 3, 3});
   CHECK(up.bias().sizes() == Shape{6});
@@ -139,6 +139,19 @@ TEST_CASE("Conv3d, ConvTranspose1d/2d, the pools and Upsample call their functio
   CHECK(c3.forward(ones({1, 2, 4, 4, 4})).sizes() == Shape{1, 4, 4, 4, 4});
   CHECK(c3.num_parameters() == 4 * 2 * 27 + 4);
   CHECK_THAT(error_of([] { nn::Conv3d(3, 4, {3}, {1}, {0}, {1}, 2); }), Contains("Conv3d") && Contains("groups"));
+
+  nn::Conv2d c2(4, 6, {3, 1}, {2}, {1, 0}, {1}, 2);
+  CHECK(c2.weight().sizes() == Shape{6, 2, 3, 1});
+  CHECK(vals(c2.forward(x)) == vals(F::conv2d(x, c2.weight(), c2.bias(), {2, 2}, {1, 0}, {1, 1}, 2)));
+  CHECK(c2.forward(x).sizes() == Shape{2, 6, 3, 3});
+  CHECK(amax(abs(c2.weight())).item<double>() <= 1 / std::sqrt(6.0));
+  CHECK_THAT(c2.str(), Contains("Conv2d(4, 6, kernel_size=[3, 1], stride=[2, 2], padding=[1, 0]"));
+  nn::Conv1d c1(3, 5, 3, 1, 1, 2, 1, false);
+  const Tensor sig = data(kFloat32, {2, 3, 9}, -1, 1, 6);
+  CHECK(!c1.bias().defined());
+  CHECK(vals(c1.forward(sig)) == vals(F::conv1d(sig, c1.weight(), Tensor(), 1, 1, 2)));
+  CHECK(c1.forward(sig).sizes() == Shape{2, 5, 7});
+  CHECK_THAT(error_of([] { nn::Conv2d(3, 4, {3}, {1}, {0}, {1}, 2); }), Contains("Conv2d") && Contains("groups"));
 
   const Tensor img = data(kFloat32, {1, 2, 6, 6}, -1, 1, 4);
   CHECK(vals(nn::MaxPool2d({2}).forward(img)) == vals(F::max_pool2d(img, {2})));
