@@ -17,7 +17,8 @@
 // the run's mean and centred squares in two passes and merges them by Chan's formula;
 // amax/amin take the run's extremum (NaN wins); logsumexp the run's maximum and its sum
 // of exp(x - max) in double. A reduction over an outer dim adds whole rows of
-// neighbouring outputs at once. Every other reducer folds one value at a time.
+// neighbouring outputs at once (sums over dim 0 of a 2-D layout: fixed chunks of rows,
+// sum_rows_by_chunks). Every other reducer folds one value at a time.
 #pragma once
 
 #include <algorithm>
@@ -222,6 +223,39 @@ void reduce_outer_block(const ReduceGeometry& g, const R& r, const char* in, int
   }
 }
 
+// Rows per chunk when a sum over dim 0 of a [rows, cols] layout is split by rows.
+constexpr int64_t kRowChunk = 512;
+
+// A sum over the rows of a contiguous [rows, cols] layout (one reduced and one kept dim,
+// kept contiguous): fixed chunks of kRowChunk rows stream (contiguous memory) into one
+// double partial per column each, on any thread; the partials are then added in chunk
+// order. The result does not depend on the number of threads. False when `g` has
+// another shape (the caller takes the general path).
+template <class T, class R, class Store>
+bool sum_rows_by_chunks(const ReduceGeometry& g, const R& r, const char* base, Store& store) {
+  if (g.nkept != 1 || g.nred != 1 || g.kept_strides[0] != static_cast<int64_t>(sizeof(T)) ||
+      g.red_strides[0] != g.kept_sizes[0] * static_cast<int64_t>(sizeof(T)) || g.red_numel < 2 * kRowChunk)
+    return false;
+  const int64_t rows = g.red_numel, cols = g.out_numel, chunks = (rows + kRowChunk - 1) / kRowChunk;
+  std::vector<double> partial(static_cast<size_t>(chunks * cols), 0.0);
+  const T* x = reinterpret_cast<const T*>(base);
+  parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t ch = b; ch < e; ++ch) {
+      double* acc = partial.data() + ch * cols;
+      for (int64_t i = ch * kRowChunk; i < std::min(rows, (ch + 1) * kRowChunk); ++i)
+        for_each_work_block(x + i * cols, cols, [&](const auto* w, int64_t at, int64_t m) {
+          vec::add_row_into(w, acc + at, m);
+        });
+    }
+  });
+  for (int64_t o = 0; o < cols; ++o) {
+    typename R::acc_t acc = r.init();
+    for (int64_t ch = 0; ch < chunks; ++ch) acc += partial[static_cast<size_t>(ch * cols + o)];
+    store(o, acc);
+  }
+  return true;
+}
+
 // Runs reducer `r` over `in` (storage type T) split by `g`, calling
 // store(o, acc) once per output o (row-major over the kept dims).
 template <class T, class R, class Store>
@@ -254,6 +288,9 @@ void run_reduction(const ReduceGeometry& g, const R& r, const Tensor& in, Store&
     return;
   }
   const bool outer = g.nkept > 0 && g.nred > 0 && g.kept_strides[0] < g.red_strides[0];
+  if constexpr (is_vector_sum_v<R, T>) {
+    if (outer && sum_rows_by_chunks<T>(g, r, base, store)) return;
+  }
   const int64_t grain = std::max<int64_t>(1, kParallelGrain / g.red_numel);
   parallel_for(g.out_numel, grain, [&](int64_t ob, int64_t oe) {
     if (outer) {

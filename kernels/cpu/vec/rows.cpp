@@ -44,18 +44,28 @@ HWY_INLINE void StoreRounded(V64 v, M* p) {
 // doubles, scalar_term(j) the single term j (bit-identical to its lane). Element i goes
 // to slot i % kSlots; the slots are then added in a fixed pairwise tree.
 constexpr int64_t kSlots = 32;
-template <class Term, class ScalarTerm>
-HWY_INLINE double SlotSum(int64_t n, const Term& term, const ScalarTerm& scalar_term) {
+// prepare(begin, end), when given, runs before the terms of [begin, end) are read (a
+// block of kSlots, or the tail), so a pass can produce its terms and sum them while
+// they are in cache.
+struct NoPrepare {
+  void operator()(int64_t, int64_t) const {}
+};
+template <class Term, class ScalarTerm, class Prepare = NoPrepare>
+HWY_INLINE double SlotSum(int64_t n, const Term& term, const ScalarTerm& scalar_term,
+                          const Prepare& prepare = NoPrepare()) {
   static_assert(kSlots % kL64 == 0);
   constexpr size_t kAcc = kSlots / kL64;
   const D64 d;
   V64 acc[kAcc];
   for (size_t a = 0; a < kAcc; ++a) acc[a] = hn::Zero(d);
   int64_t i = 0;
-  for (; i + kSlots <= n; i += kSlots)
+  for (; i + kSlots <= n; i += kSlots) {
+    prepare(i, i + kSlots);
     for (size_t a = 0; a < kAcc; ++a) acc[a] = hn::Add(acc[a], term(i + static_cast<int64_t>(a * kL64)));
+  }
   HWY_ALIGN double s[kSlots];
   for (size_t a = 0; a < kAcc; ++a) hn::Store(acc[a], d, s + a * kL64);
+  if (i < n) prepare(i, n);
   for (int64_t j = i; j < n; ++j) s[j - i] += scalar_term(j);
   for (int64_t w = kSlots / 2; w >= 1; w /= 2)
     for (int64_t k = 0; k < w; ++k) s[k] += s[k + w];
@@ -121,8 +131,12 @@ void SoftmaxRow(const M* x, M* y, int64_t n, bool log) {
     for (int64_t j = 0; j < n; ++j) y[j] = std::numeric_limits<M>::quiet_NaN();
     return;
   }
-  MapWhole<M>(n, y, m, x, nullptr, [m](auto d, auto v, auto) { return ExpSpecial(d, hn::Sub(v, hn::Set(d, m))); });
-  const double s = SlotSum(n, [y](int64_t i) { return Wide(y + i); }, [y](int64_t j) { return static_cast<double>(y[j]); });
+  // y = exp(x - m), summed block by block as it is written.
+  const auto exp_into_y = [x, y, m](int64_t b, int64_t e) {
+    MapWhole<M>(e - b, y + b, m, x + b, nullptr, [m](auto d, auto v, auto) { return ExpSpecial(d, hn::Sub(v, hn::Set(d, m))); });
+  };
+  const double s = SlotSum(
+      n, [y](int64_t i) { return Wide(y + i); }, [y](int64_t j) { return static_cast<double>(y[j]); }, exp_into_y);
   const hn::ScalableTag<M> d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
