@@ -387,7 +387,7 @@ TEST_CASE("layer_norm and rms_norm, forward and backward, over long rows", "[vec
   }
 }
 
-TEST_CASE("sums, var, layer_norm and rms_norm give the same bits on every instruction set", "[vec_rows]") {
+TEST_CASE("sums, var, amax, norms, layer_norm and rms_norm give the same bits on every instruction set", "[vec_rows]") {
   // The sums are taken in the same slot order on every instruction set, and the per-element
   // double arithmetic has no contraction: the docs promise these bits (softmax's exp is
   // only within its ulp bound, see the next test).
@@ -404,6 +404,9 @@ TEST_CASE("sums, var, layer_norm and rms_norm give the same bits on every instru
       r.push_back(bytes_of(sum(t, {0})));
       r.push_back(bytes_of(var(t, {1})));
       r.push_back(bytes_of(mean(t)));
+      r.push_back(bytes_of(amax(t, {1})));
+      r.push_back(bytes_of(norm(t, 2.0, {1})));
+      r.push_back(bytes_of(norm(t, 1.0, {0})));
       r.push_back(bytes_of(nnf::layer_norm(t, {n}, w.to(t.dtype()), Tensor(), 1e-5)));
       r.push_back(bytes_of(nnf::rms_norm(t, {n}, w.to(t.dtype()), 1e-5)));
     }
@@ -411,6 +414,12 @@ TEST_CASE("sums, var, layer_norm and rms_norm give the same bits on every instru
     xg.requires_grad_(true);
     (nnf::layer_norm(xg, {n}, Tensor(), Tensor(), 1e-5) * g).sum().backward();
     r.push_back(bytes_of(xg.grad()));
+    Tensor xr = x.detach(), wr = w.detach();
+    xr.requires_grad_(true);
+    wr.requires_grad_(true);
+    (nnf::rms_norm(xr, {n}, wr, 1e-5) * g).sum().backward();
+    r.push_back(bytes_of(xr.grad()));
+    r.push_back(bytes_of(wr.grad()));
     r.push_back(bytes_of(nnf::softmax_backward(g, y, 1)));  // no exp in softmax's backward
     return r;
   };
