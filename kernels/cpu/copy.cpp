@@ -14,6 +14,7 @@
 #include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
+#include <mixt/kernels/cpu/vec/convert.h>
 #include <mixt/runtime/dtype_visit.h>
 #include <mixt/runtime/ops/ops.h>
 
@@ -81,6 +82,34 @@ void widen_half(float* out, const Half* in, int64_t n) {
 }
 
 }  // namespace
+
+// The casts convert_run takes to kernels/cpu/vec/convert.h.
+template <class To, class From>
+inline constexpr bool kVectorCast =
+    (std::is_same_v<To, float> && std::is_same_v<From, BFloat16>) ||
+    (std::is_same_v<From, float> && (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>));
+
+// Contiguous runs of the casts between float32 and float16 / bfloat16 in vector lanes,
+// with the bits of the scalar conversions (Note [float16 widening]; the narrowing
+// directions and bfloat16 widening through kernels/cpu/vec/convert.h, bit-identical on
+// every instruction set). False for the other pairs, which take the scalar loop.
+template <class To, class From>
+bool convert_run(char* out, const char* in, int64_t n) {
+  const size_t count = static_cast<size_t>(n);
+  if constexpr (std::is_same_v<To, float> && std::is_same_v<From, Half>) {
+    widen_half(reinterpret_cast<float*>(out), reinterpret_cast<const Half*>(in), n);
+    return true;
+  } else if constexpr (std::is_same_v<To, float> && std::is_same_v<From, BFloat16>) {
+    vec::to_float(reinterpret_cast<const BFloat16*>(in), reinterpret_cast<float*>(out), count);
+    return true;
+  } else if constexpr (kVectorCast<To, From>) {
+    vec::from_float(reinterpret_cast<const float*>(in), reinterpret_cast<To*>(out), count);
+    return true;
+  } else {
+    return false;
+  }
+}
+
 }  // namespace mixt::cpu
 
 namespace mixt::host {
@@ -105,14 +134,12 @@ void copy_into(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
     using To = typename decltype(to_tag)::type;
     visit_dtype(src.dtype(), "copy_", [&](auto from_tag) {
       using From = typename decltype(from_tag)::type;
+      // A bad MIXT_CPU_ISA raises here, before the threads start (isa.h).
+      if constexpr (cpu::kVectorCast<To, From>) (void)cpu::vec::active_isa();
       cpu::for_each(L, base, [](char** p, const int64_t* s, int64_t n) {
         char* out = p[0];
         const char* in = p[1];
-        if constexpr (std::is_same_v<To, float> && std::is_same_v<From, Half>) {
-          if (s[0] == sizeof(To) && s[1] == sizeof(From)) {
-            return cpu::widen_half(reinterpret_cast<float*>(out), reinterpret_cast<const Half*>(in), n);
-          }
-        }
+        if (s[0] == sizeof(To) && s[1] == sizeof(From) && cpu::convert_run<To, From>(out, in, n)) return;
         if (s[0] == sizeof(To) && s[1] == sizeof(From)) {
           To* o = reinterpret_cast<To*>(out);
           const From* x = reinterpret_cast<const From*>(in);

@@ -21,6 +21,7 @@
 #include <mixt/kernels/common/gemm_key.h>
 #include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/common/matmul_plan.h>
+#include <mixt/kernels/cpu/gemm_widening.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/matmul.h>
 #include <mixt/kernels/cpu/register.h>
@@ -215,6 +216,17 @@ bool can_accumulate_in(const Tensor& out, const MatmulPlan& p, ScalarType acc_dt
 // The op's name for dtype errors (built-in names are string literals).
 const char* dtype_error_name(const OpCall& c) { return op_name(c.op).data(); }
 
+// True when `operand` is (a view of) one of the call's inputs that is a parameter: a leaf
+// that requires grad, whose float32 copy the widening cache may keep (Note [GEMM widening cache]).
+bool is_parameter_operand(const OpCall& c, const Tensor& operand) {
+  for (const Tensor& in : c.in)
+    if (in.defined() && in.shares_storage(operand) && in.requires_grad() && in.is_leaf()) return true;
+  return false;
+}
+
+// A float16 / bfloat16 operand as float32 (vector conversion over the threads; cached for parameters).
+Tensor widened(const OpCall& c, const Tensor& t) { return widened_operand(t, is_parameter_operand(c, t), c); }
+
 // Runs the GEMM of the accumulate type T into `acc` (already holding the bias when beta is used).
 template <class T>
 void run_product(const OpCall& c, const MatmulPlan& p, T* acc, bool use_beta) {
@@ -231,7 +243,7 @@ void run_product(const OpCall& c, const MatmulPlan& p, T* acc, bool use_beta) {
     } else if (std::is_same_v<T, float> && p.in_dtype == kBFloat16 && native_bf16_gemm()) {
       if constexpr (std::is_same_v<T, float>) blas_product<float, BFloat16>(c, p, p.a, p.b, acc, alpha, beta);
     } else {  // narrow floats: widen to float32 once, accumulate in float32
-      blas_product<T>(c, p, host::converted(p.a, kFloat32, c), host::converted(p.b, kFloat32, c), acc, alpha, beta);
+      blas_product<T>(c, p, widened(c, p.a), widened(c, p.b), acc, alpha, beta);
     }
   }
 }
