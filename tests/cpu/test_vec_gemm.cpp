@@ -131,6 +131,9 @@ TEST_CASE("float16 / bfloat16 mm, addmm, linear equal the widened float32 produc
       const Tensor a = randn({n, 129}).to(dtype), b = randn({129, 65}).to(dtype);
       CHECK(same_bits(mm(a, b), reference_mm(a, b)));
       CHECK(same_bits(mm(a, b.t().contiguous().t()), reference_mm(a, b)));  // transposed operand
+      const Tensor bias = randn({65}).to(dtype);
+      CHECK(same_bits(addmm(bias, a, b, 0.5, 2.0),
+                      addmm(bias.to(kFloat32), a.to(kFloat32), b.to(kFloat32), 0.5, 2.0).to(dtype)));
       const Tensor w = randn({65, 129}).to(dtype);
       CHECK(same_bits(F::linear(a, w), reference_mm(a, w.t())));
     }
