@@ -55,32 +55,6 @@ NormInputs gather_inputs(const OpCall& c, const NormBackwardPlan& p) {
   return in;
 }
 
-template <class T>
-void input_grad(const NormBackwardPlan& p, const NormInputs& in, const Tensor& gx) {
-  using W = work_t<T>;
-  const T *g = in.g.data_ptr<T>(), *x = in.x.data_ptr<T>();
-  T* out = gx.data_ptr<T>();
-  const double* w = in.weight.defined() ? in.weight.data_ptr<double>() : nullptr;
-  const double n = static_cast<double>(p.cols);
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, p.cols));
-  parallel_for(p.rows, grain, [&](int64_t b, int64_t e) {
-    std::vector<W> gbuf, xbuf, obuf(is_work_type_v<T> ? 0 : static_cast<size_t>(p.cols));
-    for (int64_t r = b; r < e; ++r) {
-      const W* gr = work_row(g + r * p.cols, p.cols, gbuf);
-      const W* xr = work_row(x + r * p.cols, p.cols, xbuf);
-      const double m = p.layer ? in.mean[r] : 0.0, rs = in.rstd[r];
-      const vec::NormGradSums s = vec::norm_grad_sums(gr, xr, w, p.cols, m, rs);
-      const double dot_mean = s.dot / n, g_mean = p.layer ? s.sum / n : 0.0;
-      if constexpr (is_work_type_v<T>) {
-        vec::norm_input_grad_row(gr, xr, w, out + r * p.cols, p.cols, m, rs, dot_mean, g_mean);
-      } else {
-        vec::norm_input_grad_row(gr, xr, w, obuf.data(), p.cols, m, rs, dot_mean, g_mean);
-        store_line(obuf.data(), out + r * p.cols, 1, p.cols);
-      }
-    }
-  });
-}
-
 // Stores the column sums `sums` [cols] into `t` (float32 or float64).
 void store_sums(const Tensor& t, const std::vector<double>& sums) {
   if (t.dtype() == kFloat64)
@@ -89,27 +63,45 @@ void store_sums(const Tensor& t, const std::vector<double>& sums) {
     for (size_t j = 0; j < sums.size(); ++j) t.data_ptr<float>()[j] = static_cast<float>(sums[j]);
 }
 
-// grad_weight (into gw, when defined) and grad_bias (into gb, when defined).
+// The input gradient (into gx, when defined), grad_weight (gw) and grad_bias (gb), in
+// one pass over g and x: the rows are walked in backward_math's chunks (in parallel),
+// each row read (and widened) once for both the row's gradient and the column sums.
 template <class T>
-void column_grads(const NormBackwardPlan& p, const NormInputs& in, const Tensor& gw, const Tensor& gb) {
+void backward_rows(const NormBackwardPlan& p, const NormInputs& in, const Tensor& gx, const Tensor& gw,
+                   const Tensor& gb) {
+  using W = work_t<T>;
   const bm::ColumnChunks plan = bm::column_chunks(p.rows);
   const int64_t cols = p.cols;
-  const bool want_w = gw.defined(), want_b = gb.defined();
+  const bool want_x = gx.defined() && cols > 0, want_w = gw.defined(), want_b = gb.defined();
+  const double* w = in.weight.defined() ? in.weight.data_ptr<double>() : nullptr;
+  const double n = static_cast<double>(cols);
   // Per chunk: cols sums of g * xhat, then cols sums of g.
-  std::vector<double> partial(static_cast<size_t>(plan.chunks * cols * 2), 0.0);
+  std::vector<double> partial(want_w || want_b ? static_cast<size_t>(plan.chunks * cols * 2) : 0, 0.0);
   const T *g = in.g.data_ptr<T>(), *x = in.x.data_ptr<T>();
+  T* out = want_x ? gx.data_ptr<T>() : nullptr;
   parallel_for(plan.chunks, 1, [&](int64_t b, int64_t e) {
-    std::vector<work_t<T>> gbuf, xbuf;
+    std::vector<W> gbuf, xbuf, obuf(is_work_type_v<T> ? 0 : static_cast<size_t>(cols));
     for (int64_t ch = b; ch < e; ++ch) {
-      double* pw = partial.data() + ch * cols * 2;
-      double* pb = pw + cols;
+      double* pw = partial.empty() ? nullptr : partial.data() + ch * cols * 2;
       for (int64_t r = bm::chunk_first_row(plan, ch); r < bm::chunk_end_row(plan, ch, p.rows); ++r) {
+        const W* gr = work_row(g + r * cols, cols, gbuf);
+        const W* xr = work_row(x + r * cols, cols, xbuf);
         const double m = p.layer ? in.mean[r] : 0.0, rs = in.rstd[r];
-        vec::norm_column_sums(work_row(g + r * cols, cols, gbuf), work_row(x + r * cols, cols, xbuf), cols, m, rs,
-                              want_w ? pw : nullptr, want_b ? pb : nullptr);
+        if (want_x) {
+          const vec::NormGradSums s = vec::norm_grad_sums(gr, xr, w, cols, m, rs);
+          const double dot_mean = s.dot / n, g_mean = p.layer ? s.sum / n : 0.0;
+          if constexpr (is_work_type_v<T>) {
+            vec::norm_input_grad_row(gr, xr, w, out + r * cols, cols, m, rs, dot_mean, g_mean);
+          } else {
+            vec::norm_input_grad_row(gr, xr, w, obuf.data(), cols, m, rs, dot_mean, g_mean);
+            store_line(obuf.data(), out + r * cols, 1, cols);
+          }
+        }
+        if (pw) vec::norm_column_sums(gr, xr, cols, m, rs, want_w ? pw : nullptr, want_b ? pw + cols : nullptr);
       }
     }
   });
+  if (partial.empty()) return;
   std::vector<double> sw(static_cast<size_t>(cols), 0.0), sb(static_cast<size_t>(cols), 0.0);
   for (int64_t ch = 0; ch < plan.chunks; ++ch)
     for (int64_t j = 0; j < cols; ++j) {
@@ -139,8 +131,7 @@ void norm_backward_kernel(OpCall& c, DispatchKeySet) {
   const Tensor gb = p.bias_grad ? make_empty(normalized, p.stat_dtype, dev) : Tensor();
   visit_dtype<dtypes::kFloating>(in.x.dtype(), op_name(c.op).data(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (gx.defined() && p.rows > 0 && p.cols > 0) input_grad<T>(p, in, gx);
-    if (gw.defined() || gb.defined()) column_grads<T>(p, in, gw, gb);
+    backward_rows<T>(p, in, gx, gw, gb);
   });
   set_output(c, 0, gx);
   set_output(c, 1, gw);
