@@ -42,34 +42,30 @@ HWY_INLINE void StoreRounded(V64 v, M* p) {
 
 // Sum over i < n of the terms of a row: term(i) gives the kL64 terms at i, i + 1, ... as
 // doubles, scalar_term(j) the single term j (bit-identical to its lane). Element i goes
-// to slot i % kSlots; the slots are then added in a fixed pairwise tree.
+// to slot i % kSlots; the slots are then added in a fixed pairwise tree (FinishSlots).
 constexpr int64_t kSlots = 32;
-// prepare(begin, end), when given, runs before the terms of [begin, end) are read (a
-// block of kSlots, or the tail), so a pass can produce its terms and sum them while
-// they are in cache.
-struct NoPrepare {
-  void operator()(int64_t, int64_t) const {}
-};
-template <class Term, class ScalarTerm, class Prepare = NoPrepare>
-HWY_INLINE double SlotSum(int64_t n, const Term& term, const ScalarTerm& scalar_term,
-                          const Prepare& prepare = NoPrepare()) {
-  static_assert(kSlots % kL64 == 0);
-  constexpr size_t kAcc = kSlots / kL64;
-  const D64 d;
-  V64 acc[kAcc];
-  for (size_t a = 0; a < kAcc; ++a) acc[a] = hn::Zero(d);
-  int64_t i = 0;
-  for (; i + kSlots <= n; i += kSlots) {
-    prepare(i, i + kSlots);
-    for (size_t a = 0; a < kAcc; ++a) acc[a] = hn::Add(acc[a], term(i + static_cast<int64_t>(a * kL64)));
-  }
+constexpr size_t kAcc = kSlots / kL64;  // double vectors holding the slots
+static_assert(kSlots % kL64 == 0);
+
+// The sum of the slots in `acc` (elements [0, i)) and of scalar_term(j) for j in [i, n).
+template <class ScalarTerm>
+HWY_INLINE double FinishSlots(const V64* acc, int64_t i, int64_t n, const ScalarTerm& scalar_term) {
   HWY_ALIGN double s[kSlots];
-  for (size_t a = 0; a < kAcc; ++a) hn::Store(acc[a], d, s + a * kL64);
-  if (i < n) prepare(i, n);
+  for (size_t a = 0; a < kAcc; ++a) hn::Store(acc[a], D64(), s + a * kL64);
   for (int64_t j = i; j < n; ++j) s[j - i] += scalar_term(j);
   for (int64_t w = kSlots / 2; w >= 1; w /= 2)
     for (int64_t k = 0; k < w; ++k) s[k] += s[k + w];
   return s[0];
+}
+
+template <class Term, class ScalarTerm>
+HWY_INLINE double SlotSum(int64_t n, const Term& term, const ScalarTerm& scalar_term) {
+  V64 acc[kAcc];
+  for (size_t a = 0; a < kAcc; ++a) acc[a] = hn::Zero(D64());
+  int64_t i = 0;
+  for (; i + kSlots <= n; i += kSlots)
+    for (size_t a = 0; a < kAcc; ++a) acc[a] = hn::Add(acc[a], term(i + static_cast<int64_t>(a * kL64)));
+  return FinishSlots(acc, i, n, scalar_term);
 }
 
 // exp with the IEEE special cases Highway's Exp leaves out: NaN stays NaN, overflow gives +Inf.
@@ -123,6 +119,38 @@ HWY_INLINE M RowMax(const M* x, int64_t n, bool& has_nan) {
   return m;
 }
 
+// y = exp(x - m) for the row, and the slot sum of y in double. Each vector of exps is
+// added to its slots from registers as it is stored (a reload of the fresh store would
+// wait on store forwarding); the same terms in the same slots as SlotSum.
+template <class M>
+HWY_INLINE double ExpSumInto(const M* x, M* y, int64_t n, M m) {
+  const hn::ScalableTag<M> d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const auto vm = hn::Set(d, m);
+  V64 acc[kAcc];
+  for (size_t a = 0; a < kAcc; ++a) acc[a] = hn::Zero(D64());
+  int64_t i = 0;
+  for (; i + kSlots <= n; i += kSlots)
+    for (int64_t k = 0; k < kSlots; k += L) {
+      const auto e = ExpSpecial(d, hn::Sub(hn::LoadU(d, x + i + k), vm));
+      hn::StoreU(e, d, y + i + k);
+      const size_t a = static_cast<size_t>(k) / kL64;
+      if constexpr (std::is_same_v<M, double>) {
+        acc[a] = hn::Add(acc[a], e);
+      } else {
+#if HWY_TARGET == HWY_SCALAR  // one lane of float, one of double
+        acc[a] = hn::Add(acc[a], hn::PromoteTo(D64(), e));
+#else  // a float vector's halves are the next two slot groups
+        const hn::Half<decltype(d)> dh;
+        acc[a] = hn::Add(acc[a], hn::PromoteTo(D64(), hn::LowerHalf(dh, e)));
+        acc[a + 1] = hn::Add(acc[a + 1], hn::PromoteTo(D64(), hn::UpperHalf(dh, e)));
+#endif
+      }
+    }
+  MapWhole<M>(n - i, y + i, m, x + i, nullptr, [m](auto dm, auto v, auto) { return ExpSpecial(dm, hn::Sub(v, hn::Set(dm, m))); });
+  return FinishSlots(acc, i, n, [y](int64_t j) { return static_cast<double>(y[j]); });
+}
+
 template <class M>
 void SoftmaxRow(const M* x, M* y, int64_t n, bool log) {
   bool has_nan = false;
@@ -131,12 +159,7 @@ void SoftmaxRow(const M* x, M* y, int64_t n, bool log) {
     for (int64_t j = 0; j < n; ++j) y[j] = std::numeric_limits<M>::quiet_NaN();
     return;
   }
-  // y = exp(x - m), summed block by block as it is written.
-  const auto exp_into_y = [x, y, m](int64_t b, int64_t e) {
-    MapWhole<M>(e - b, y + b, m, x + b, nullptr, [m](auto d, auto v, auto) { return ExpSpecial(d, hn::Sub(v, hn::Set(d, m))); });
-  };
-  const double s = SlotSum(
-      n, [y](int64_t i) { return Wide(y + i); }, [y](int64_t j) { return static_cast<double>(y[j]); }, exp_into_y);
+  const double s = ExpSumInto(x, y, n, m);
   const hn::ScalableTag<M> d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
