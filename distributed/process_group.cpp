@@ -74,7 +74,8 @@ std::string ProcessGroup::timeout_reason(const char* op, Milliseconds timeout) c
 }
 
 void ProcessGroup::copy_back(Tensor& target, const Tensor& buf) {
-  if (!buf.is_same(target)) target.copy_(reshape(buf, target.sizes()));
+  if (buf.is_same(target)) target.bump_version();  // the transport wrote it in place
+  else target.copy_(reshape(buf, target.sizes()));  // copy_ bumps the version
 }
 
 void PollPause::operator()() {

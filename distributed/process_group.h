@@ -117,8 +117,10 @@ class ProcessGroup {
   void check_scatter_output(const Tensor& output, const Tensor& input) const;
   // Why a wait for `op` gave up after `timeout` (the group is then marked failed).
   std::string timeout_reason(const char* op, Milliseconds timeout) const;
-  // Writes a result computed in the staging buffer `buf` back into `target`
-  // (nothing when `buf` is `target` itself).
+  // Writes a result computed in the staging buffer `buf` back into `target` (nothing to
+  // copy when `buf` is `target` itself) and bumps target's version either way, so the
+  // caches keyed on versions (autocast's casts, the CPU's widened GEMM operands) never
+  // serve what a collective has overwritten.
   static void copy_back(Tensor& target, const Tensor& buf);
 
   int rank_;

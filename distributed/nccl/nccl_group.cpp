@@ -253,7 +253,7 @@ class NcclGroup final : public ProcessGroup, public std::enable_shared_from_this
                                nccl_op(w.op), comm_, s);
     };
     return enqueue(name, &sig, {in, staging, recv}, plan.slot == 0, launch, [output, recv, count]() mutable {
-      if (!recv.is_same(output)) output.copy_(recv.narrow(0, 0, count));
+      copy_back(output, recv.is_same(output) ? output : recv.narrow(0, 0, count));
     });
   }
 

@@ -102,6 +102,26 @@ TEST_CASE("all_reduce and broadcast on non-contiguous views write through the vi
   }
 }
 
+TEST_CASE("a collective that writes a tensor bumps its version, in place or through a staging copy") {
+  // Caches keyed on versions (autocast's casts, the CPU's widened GEMM operands) must
+  // not serve what a collective overwrote. Alone, a collective leaves its tensor as it is.
+  auto pg = dist::world();
+  if (pg->size() == 1) return;
+  for (ScalarType dt : {kFloat32, kBFloat16}) {
+    Tensor t = rank_input(pg->rank(), 10, dt);
+    const uint32_t before = t.version();
+    pg->all_reduce(t, ReduceOp::Sum);
+    CHECK(t.version() > before);
+    const uint32_t mid = t.version();
+    pg->broadcast(t, 0);
+    CHECK(t.version() > mid);
+  }
+  Tensor view = zeros({6, 4}).t();
+  const uint32_t before = view.version();
+  pg->all_reduce(view, ReduceOp::Sum);
+  CHECK(view.version() > before);
+}
+
 TEST_CASE("an expanded view cannot receive a collective's result") {
   auto pg = dist::world();
   Tensor e = zeros({1}).expand({8});
