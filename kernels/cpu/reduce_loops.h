@@ -17,8 +17,9 @@
 // the run's mean and centred squares in two passes and merges them by Chan's formula;
 // amax/amin take the run's extremum (NaN wins); logsumexp the run's maximum and its sum
 // of exp(x - max) in double. A reduction over an outer dim adds whole rows of
-// neighbouring outputs at once (sums over dim 0 of a 2-D layout: fixed chunks of rows,
-// sum_rows_by_chunks). Every other reducer folds one value at a time.
+// neighbouring outputs at once; over dim 0 of a 2-D layout, fixed chunks of rows stream
+// through column kernels (reduce_rows_by_chunks: sums, norms, amax/amin, var/std).
+// Every other reducer folds one value at a time.
 #pragma once
 
 #include <algorithm>
@@ -223,37 +224,67 @@ void reduce_outer_block(const ReduceGeometry& g, const R& r, const char* in, int
   }
 }
 
-// Rows per chunk when a sum over dim 0 of a [rows, cols] layout is split by rows.
+// Rows per chunk when a reduction over dim 0 of a [rows, cols] layout is split by rows.
 constexpr int64_t kRowChunk = 512;
 
-// A sum over the rows of a contiguous [rows, cols] layout (one reduced and one kept dim,
-// kept contiguous): fixed chunks of kRowChunk rows stream (contiguous memory) into one
-// double partial per column each, on any thread; the partials are then added in chunk
-// order. The result does not depend on the number of threads. False when `g` has
-// another shape (the caller takes the general path).
+// True when reduce_rows_by_chunks has a column kernel for reducer R over storage type T.
+template <class R, class T>
+inline constexpr bool has_column_fold_v = is_vector_sum_v<R, T> || is_vector_welford_v<R, T> ||
+                                          vector_extremum<R, T>::value || is_vector_norm_v<R, T>;
+
+// A reduction over the rows of a contiguous [rows, cols] layout (one reduced and one kept
+// dim, kept contiguous): fixed chunks of kRowChunk rows stream (contiguous memory) into
+// per-column accumulators, a chunk on any thread, each row folded in by a column kernel
+// (sums and the 1- and 2-norms add in double, amax/amin keep the extremum, var/std take
+// Welford's step); the chunks' accumulators are then combined in chunk order, so the
+// result does not depend on the number of threads. False when `g` has another shape or
+// R has no column kernel (the caller takes the general path).
 template <class T, class R, class Store>
-bool sum_rows_by_chunks(const ReduceGeometry& g, const R& r, const char* base, Store& store) {
-  if (g.nkept != 1 || g.nred != 1 || g.kept_strides[0] != static_cast<int64_t>(sizeof(T)) ||
-      g.red_strides[0] != g.kept_sizes[0] * static_cast<int64_t>(sizeof(T)) || g.red_numel < 2 * kRowChunk)
+bool reduce_rows_by_chunks(const ReduceGeometry& g, const R& r, const char* base, Store& store) {
+  if constexpr (!has_column_fold_v<R, T>) {
     return false;
-  const int64_t rows = g.red_numel, cols = g.out_numel, chunks = (rows + kRowChunk - 1) / kRowChunk;
-  std::vector<double> partial(static_cast<size_t>(chunks * cols), 0.0);
-  const T* x = reinterpret_cast<const T*>(base);
-  parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
-    for (int64_t ch = b; ch < e; ++ch) {
-      double* acc = partial.data() + ch * cols;
-      for (int64_t i = ch * kRowChunk; i < std::min(rows, (ch + 1) * kRowChunk); ++i)
-        for_each_work_block(x + i * cols, cols, [&](const auto* w, int64_t at, int64_t m) {
-          vec::add_row_into(w, acc + at, m);
-        });
+  } else {
+    if (g.nkept != 1 || g.nred != 1 || g.kept_strides[0] != static_cast<int64_t>(sizeof(T)) ||
+        g.red_strides[0] != g.kept_sizes[0] * static_cast<int64_t>(sizeof(T)) || g.red_numel < 2 * kRowChunk)
+      return false;
+    if constexpr (is_vector_norm_v<R, T>) {
+      if (r.kind != reducers::NormKind::Two && r.kind != reducers::NormKind::One) return false;
     }
-  });
-  for (int64_t o = 0; o < cols; ++o) {
-    typename R::acc_t acc = r.init();
-    for (int64_t ch = 0; ch < chunks; ++ch) acc += partial[static_cast<size_t>(ch * cols + o)];
-    store(o, acc);
+    using acc_t = typename R::acc_t;
+    const int64_t rows = g.red_numel, cols = g.out_numel, chunks = (rows + kRowChunk - 1) / kRowChunk;
+    std::vector<acc_t> partial(static_cast<size_t>(chunks * cols), r.init());
+    const T* x = reinterpret_cast<const T*>(base);
+    parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
+      std::vector<double> mean, m2;  // Welford's running moments of a chunk
+      for (int64_t ch = b; ch < e; ++ch) {
+        acc_t* acc = partial.data() + ch * cols;
+        const int64_t first = ch * kRowChunk, end = std::min(rows, first + kRowChunk);
+        if constexpr (is_vector_welford_v<R, T>) {
+          mean.assign(static_cast<size_t>(cols), 0.0);
+          m2.assign(static_cast<size_t>(cols), 0.0);
+        }
+        for (int64_t i = first; i < end; ++i)
+          for_each_work_block(x + i * cols, cols, [&](const auto* w, int64_t at, int64_t m) {
+            if constexpr (is_vector_sum_v<R, T>)
+              vec::add_row_into(w, acc + at, m);
+            else if constexpr (is_vector_norm_v<R, T>)
+              vec::add_abs_row_into(w, acc + at, m, r.kind == reducers::NormKind::Two);
+            else if constexpr (vector_extremum<R, T>::value)
+              vec::extremum_row_into(w, acc + at, m, vector_extremum<R, T>::max);
+            else
+              vec::welford_row_into(w, mean.data() + at, m2.data() + at, i - first + 1, m);
+          });
+        if constexpr (is_vector_welford_v<R, T>)
+          for (int64_t c = 0; c < cols; ++c) acc[c] = {mean[static_cast<size_t>(c)], m2[static_cast<size_t>(c)], end - first};
+      }
+    });
+    for (int64_t o = 0; o < cols; ++o) {
+      acc_t acc = partial[static_cast<size_t>(o)];
+      for (int64_t ch = 1; ch < chunks; ++ch) r.combine(acc, partial[static_cast<size_t>(ch * cols + o)]);
+      store(o, acc);
+    }
+    return true;
   }
-  return true;
 }
 
 // Runs reducer `r` over `in` (storage type T) split by `g`, calling
@@ -288,9 +319,7 @@ void run_reduction(const ReduceGeometry& g, const R& r, const Tensor& in, Store&
     return;
   }
   const bool outer = g.nkept > 0 && g.nred > 0 && g.kept_strides[0] < g.red_strides[0];
-  if constexpr (is_vector_sum_v<R, T>) {
-    if (outer && sum_rows_by_chunks<T>(g, r, base, store)) return;
-  }
+  if (outer && reduce_rows_by_chunks<T>(g, r, base, store)) return;
   const int64_t grain = std::max<int64_t>(1, kParallelGrain / g.red_numel);
   parallel_for(g.out_numel, grain, [&](int64_t ob, int64_t oe) {
     if (outer) {

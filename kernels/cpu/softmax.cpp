@@ -133,7 +133,7 @@ void softmax_columns(const Lines& l, const T* x, T* y) {
     std::vector<double> s(static_cast<size_t>(w), 0.0);
     const T* xo = x + o * l.n * l.inner + c0;
     T* yo = y + o * l.n * l.inner + c0;
-    for (int64_t j = 0; j < l.n; ++j) vec::col_max(work_row(xo + j * l.inner, w, xbuf), m.data(), w);
+    for (int64_t j = 0; j < l.n; ++j) vec::extremum_row_into(work_row(xo + j * l.inner, w, xbuf), m.data(), w, true);
     for (int64_t j = 0; j < l.n; ++j) vec::col_sum_exp(work_row(xo + j * l.inner, w, xbuf), m.data(), s.data(), w);
     for (int64_t c = 0; c < w; ++c)
       k[c] = std::isnan(m[c]) || std::isinf(m[c]) ? std::numeric_limits<W>::quiet_NaN()

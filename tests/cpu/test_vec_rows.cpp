@@ -163,6 +163,40 @@ TEST_CASE("reductions over the outer dim and strided runs agree with float64", "
   }
 }
 
+TEST_CASE("reductions over dim 0 of many rows stream chunks of rows and agree with float64", "[vec_rows]") {
+  // 1100 rows: chunks of 512, 512 and 76 rows, combined in order; 37 columns: a vector tail.
+  for (ScalarType dt : {kFloat32, kBFloat16, kFloat16, kFloat64}) {
+    INFO(dtype_name(dt));
+    const int64_t rows = 1100, cols = 37;
+    Vec v = uniform(rows * cols, -2, 3, 17, dt);
+    v[static_cast<size_t>(700 * cols + 5)] = kNan;  // column 5 holds a NaN (in the second chunk)
+    const Tensor x = make(v, dt, {rows, cols});
+    const Vec s = values(sum(x, {0})), mx = values(amax(x, {0})), mn = values(amin(x, {0})), vr = values(var(x, {0}));
+    const Vec n2 = values(norm(x, 2.0, {0})), n1 = values(norm(x, 1.0, {0})), mu = values(mean(x, {0}));
+    for (int64_t c = 0; c < cols; ++c) {
+      INFO("column " << c);
+      const size_t k = static_cast<size_t>(c);
+      double sm = 0, a = -INFINITY, b = INFINITY, sq = 0, ab = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        const double e = v[static_cast<size_t>(r * cols + c)];
+        sm += e, sq += e * e, ab += std::abs(e);
+        a = std::isnan(a) || std::isnan(e) ? kNan : std::max(a, e);
+        b = std::isnan(b) || std::isnan(e) ? kNan : std::min(b, e);
+      }
+      double q = 0;
+      for (int64_t r = 0; r < rows; ++r) q += std::pow(v[static_cast<size_t>(r * cols + c)] - sm / rows, 2);
+      const Tolerance t{0.5, 2.0 * rows, 3.0 * rows, kFloat64};  // the kernel's and the reference's n roundings
+      CHECK(within(dt, s[k], sm, t));
+      CHECK(within(dt, mu[k], sm / rows, {0.5, 2.0 * rows, 3.0, kFloat64}));
+      CHECK(same_values({mx[k]}, {a}));
+      CHECK(same_values({mn[k]}, {b}));
+      CHECK(within(dt, vr[k], q / (rows - 1), {0.5, 1e4, 0, kFloat64}));
+      CHECK(within(dt, n2[k], std::sqrt(sq), {0.5, 2.0 * rows, 0, kFloat64}));
+      CHECK(within(dt, n1[k], ab, {0.5, 2.0 * rows, 0, kFloat64}));
+    }
+  }
+}
+
 TEST_CASE("logsumexp and the 1- and 2-norms of long rows match float64", "[vec_rows]") {
   for (ScalarType dt : {kFloat32, kBFloat16, kFloat16, kFloat64}) {
     INFO(dtype_name(dt));

@@ -194,16 +194,50 @@ void SoftmaxBackwardRow(const M* g, const M* y, M* gx, int64_t n, bool log) {
 
 // Column kernels (softmax along an outer dim): elementwise over c < w.
 template <class M>
-void ColMax(const M* x, M* m, int64_t w) {
+void ExtremumRowInto(const M* x, M* m, int64_t w, bool max) {
   const hn::ScalableTag<M> d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   int64_t c = 0;
   for (; c + L <= w; c += L) {
     const auto v = hn::LoadU(d, x + c), cur = hn::LoadU(d, m + c);
-    hn::StoreU(hn::IfThenElse(hn::Or(hn::IsNaN(v), hn::Gt(v, cur)), v, cur), d, m + c);
+    const auto beyond = max ? hn::Gt(v, cur) : hn::Lt(v, cur);
+    hn::StoreU(hn::IfThenElse(hn::Or(hn::IsNaN(v), beyond), v, cur), d, m + c);
   }
   for (; c < w; ++c)
-    if (x[c] != x[c] || x[c] > m[c]) m[c] = x[c];
+    if (x[c] != x[c] || (max ? x[c] > m[c] : x[c] < m[c])) m[c] = x[c];
+}
+
+template <class M>
+void AddAbsRowInto(const M* x, double* acc, int64_t n, bool squares) {
+  const D64 d;
+  int64_t i = 0;
+  for (; i + static_cast<int64_t>(kL64) <= n; i += kL64) {
+    const V64 v = Wide(x + i);
+    hn::StoreU(hn::Add(hn::LoadU(d, acc + i), squares ? hn::Mul(v, v) : hn::Abs(v)), d, acc + i);
+  }
+  for (; i < n; ++i) {
+    const double v = static_cast<double>(x[i]);
+    acc[i] += squares ? v * v : std::abs(v);
+  }
+}
+
+template <class M>
+void WelfordRowInto(const M* x, double* mean, double* m2, int64_t count, int64_t n) {
+  const D64 d;
+  const double k = static_cast<double>(count);
+  const V64 vk = hn::Set(d, k);
+  int64_t i = 0;
+  for (; i + static_cast<int64_t>(kL64) <= n; i += kL64) {
+    const V64 v = Wide(x + i), dv = hn::Sub(v, hn::LoadU(d, mean + i));
+    const V64 mn = hn::Add(hn::LoadU(d, mean + i), hn::Div(dv, vk));
+    hn::StoreU(mn, d, mean + i);
+    hn::StoreU(hn::Add(hn::LoadU(d, m2 + i), hn::Mul(dv, hn::Sub(v, mn))), d, m2 + i);
+  }
+  for (; i < n; ++i) {
+    const double v = static_cast<double>(x[i]), dv = v - mean[i];
+    mean[i] += dv / k;
+    m2[i] += dv * (v - mean[i]);
+  }
 }
 
 template <class M>
@@ -443,8 +477,12 @@ double ExtremumF64(const double* x, int64_t n, bool max) { return ExtremumRow(x,
 MIXT_ROWS_BOTH(SumExp, SumExpRow, double, P_SUM_EXP, (x, n, m))
 #define P_ABS_SUM(M) (const M* x, int64_t n, bool squares)
 MIXT_ROWS_BOTH(AbsSum, AbsSumRow, double, P_ABS_SUM, (x, n, squares))
-#define P_COL_MAX(M) (const M* x, M* m, int64_t w)
-MIXT_ROWS_BOTH(ColMax, ColMax, void, P_COL_MAX, (x, m, w))
+#define P_EXTREMUM_INTO(M) (const M* x, M* m, int64_t w, bool max)
+MIXT_ROWS_BOTH(ExtremumInto, ExtremumRowInto, void, P_EXTREMUM_INTO, (x, m, w, max))
+#define P_ABS_INTO(M) (const M* x, double* acc, int64_t n, bool squares)
+MIXT_ROWS_BOTH(AbsInto, AddAbsRowInto, void, P_ABS_INTO, (x, acc, n, squares))
+#define P_WELFORD_INTO(M) (const M* x, double* mean, double* m2, int64_t count, int64_t n)
+MIXT_ROWS_BOTH(WelfordInto, WelfordRowInto, void, P_WELFORD_INTO, (x, mean, m2, count, n))
 #define P_COL_SUM_EXP(M) (const M* x, const M* m, double* s, int64_t w)
 MIXT_ROWS_BOTH(ColSumExp, ColSumExp, void, P_COL_SUM_EXP, (x, m, s, w))
 #define P_COL_OUT(M) (const M* x, const M* m, const M* k, M* y, int64_t w, bool log)
@@ -466,7 +504,9 @@ MIXT_ROWS_BOTH(AddInto, AddRowInto, void, P_ADD_INTO, (x, acc, n))
 #undef P_SUM
 #undef P_ADD_INTO
 #undef P_SUM_EXP
-#undef P_COL_MAX
+#undef P_EXTREMUM_INTO
+#undef P_ABS_INTO
+#undef P_WELFORD_INTO
 #undef P_COL_SUM_EXP
 #undef P_COL_OUT
 #undef P_COL_BW_SUM
@@ -531,8 +571,16 @@ void norm_column_sums(const double* g, const double* x, int64_t n, double mean, 
 }
 double sum_row(const float* x, int64_t n) { MIXT_ROWS_CALL(SumF32, x, n); }
 double sum_row(const double* x, int64_t n) { MIXT_ROWS_CALL(SumF64, x, n); }
-void col_max(const float* x, float* m, int64_t w) { MIXT_ROWS_CALL(ColMaxF32, x, m, w); }
-void col_max(const double* x, double* m, int64_t w) { MIXT_ROWS_CALL(ColMaxF64, x, m, w); }
+void extremum_row_into(const float* x, float* acc, int64_t n, bool max) { MIXT_ROWS_CALL(ExtremumIntoF32, x, acc, n, max); }
+void extremum_row_into(const double* x, double* acc, int64_t n, bool max) { MIXT_ROWS_CALL(ExtremumIntoF64, x, acc, n, max); }
+void add_abs_row_into(const float* x, double* acc, int64_t n, bool squares) { MIXT_ROWS_CALL(AbsIntoF32, x, acc, n, squares); }
+void add_abs_row_into(const double* x, double* acc, int64_t n, bool squares) { MIXT_ROWS_CALL(AbsIntoF64, x, acc, n, squares); }
+void welford_row_into(const float* x, double* mean, double* m2, int64_t count, int64_t n) {
+  MIXT_ROWS_CALL(WelfordIntoF32, x, mean, m2, count, n);
+}
+void welford_row_into(const double* x, double* mean, double* m2, int64_t count, int64_t n) {
+  MIXT_ROWS_CALL(WelfordIntoF64, x, mean, m2, count, n);
+}
 void col_sum_exp(const float* x, const float* m, double* s, int64_t w) { MIXT_ROWS_CALL(ColSumExpF32, x, m, s, w); }
 void col_sum_exp(const double* x, const double* m, double* s, int64_t w) { MIXT_ROWS_CALL(ColSumExpF64, x, m, s, w); }
 void col_softmax_out(const float* x, const float* m, const float* k, float* y, int64_t w, bool log) {

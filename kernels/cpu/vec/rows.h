@@ -27,9 +27,7 @@ void softmax_backward_row(const double* g, const double* y, double* gx, int64_t 
 
 // Column kernels of softmax along an outer dim: the lines are the w columns of a block
 // whose rows (one per position along the dim) are streamed in order, each as a work row.
-// m[c] = max(m[c], x[c]) for c < w, NaN sticky.
-void col_max(const float* x, float* m, int64_t w);
-void col_max(const double* x, double* m, int64_t w);
+// The maxima: extremum_row_into(x, m, w, true) below.
 // s[c] += exp(x[c] - m[c]) in double (exp in the work type, as softmax_row).
 void col_sum_exp(const float* x, const float* m, double* s, int64_t w);
 void col_sum_exp(const double* x, const double* m, double* s, int64_t w);
@@ -97,8 +95,19 @@ double abs_sum_row(const double* x, int64_t n, bool squares);
 float extremum_row(const float* x, int64_t n, bool max);
 double extremum_row(const double* x, int64_t n, bool max);
 
-// acc[j] += x[j] for j < n, in double: one row of a reduction over an outer dim.
+// One row of a reduction over an outer dim, folded into per-column accumulators:
+// acc[j] += x[j] in double (sums);
 void add_row_into(const float* x, double* acc, int64_t n);
 void add_row_into(const double* x, double* acc, int64_t n);
+// acc[j] += x[j] * x[j] (squares) or |x[j]| in double (2- and 1-norms);
+void add_abs_row_into(const float* x, double* acc, int64_t n, bool squares);
+void add_abs_row_into(const double* x, double* acc, int64_t n, bool squares);
+// acc[j] = x[j] when x[j] is NaN or beyond acc[j] (max, else min), as reducers::Extremum;
+void extremum_row_into(const float* x, float* acc, int64_t n, bool max);
+void extremum_row_into(const double* x, double* acc, int64_t n, bool max);
+// Welford's step for the count-th row (count >= 1): d = x - mean, mean += d / count,
+// m2 += d * (x - mean), in double, as reducers::Welford.
+void welford_row_into(const float* x, double* mean, double* m2, int64_t count, int64_t n);
+void welford_row_into(const double* x, double* mean, double* m2, int64_t count, int64_t n);
 
 }  // namespace mixt::cpu::vec
