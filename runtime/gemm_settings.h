@@ -47,5 +47,23 @@ void save_tuning(const std::string& path);
 // except under set_deterministic(true).
 void load_tuning(const std::string& path);
 
+// The CPU's float32 copies of float16/bfloat16 GEMM operands that are parameters (docs/gemm.md,
+// Note [GEMM widening cache]): a copy is served while its source keeps its storage, version,
+// offset, sizes, strides and dtype; at most widening_cache_limit bytes are kept (least recently
+// used dropped first), with a reference to each source.
+struct WideningCacheStats {
+  int64_t hits = 0;
+  int64_t misses = 0;   // cacheable operands widened (and stored)
+  int64_t entries = 0;  // copies held now
+  int64_t bytes = 0;    // their float32 bytes
+};
+inline constexpr int64_t kDefaultWideningCacheBytes = int64_t{256} << 20;
+WideningCacheStats widening_cache_stats();
+void reset_widening_cache_stats();
+// Drops every cached copy (and the references to their sources); the counters stay.
+void clear_widening_cache();
+// At most `bytes` of copies are kept; 0 turns the cache off and empties it.
+void set_widening_cache_limit(int64_t bytes);
+
 }  // namespace gemm
 }  // namespace mixt

@@ -4,6 +4,8 @@
 #include <mutex>
 
 #include <mixt/kernels/common/host_copy.h>
+#include <mixt/runtime/check.h>
+#include <mixt/runtime/gemm_settings.h>
 
 namespace mixt::cpu {
 namespace {
@@ -29,7 +31,7 @@ struct Cache {
   std::mutex mutex;
   std::list<Entry> entries;  // most recently used first
   int64_t bytes = 0;
-  int64_t limit = kDefaultGemmWideningCacheBytes;
+  int64_t limit = gemm::kDefaultWideningCacheBytes;
   int64_t hits = 0, misses = 0;
 
   void trim() {
@@ -88,31 +90,36 @@ Tensor widened_operand(const Tensor& t, bool cacheable, const OpCall& c) {
   return wide;
 }
 
-void clear_gemm_widening_cache() {
-  Cache& k = cache();
-  std::list<Entry> dropped;  // released outside the lock
+}  // namespace mixt::cpu
+
+namespace mixt::gemm {
+
+void clear_widening_cache() {
+  cpu::Cache& k = cpu::cache();
+  std::list<cpu::Entry> dropped;  // released outside the lock
   std::lock_guard<std::mutex> lock(k.mutex);
   dropped.swap(k.entries);
   k.bytes = 0;
 }
 
-void set_gemm_widening_cache_limit(int64_t bytes) {
-  Cache& k = cache();
+void set_widening_cache_limit(int64_t bytes) {
+  MIXT_CHECK(bytes >= 0, "gemm::set_widening_cache_limit", "the limit must be a byte count >= 0, got {}", bytes);
+  cpu::Cache& k = cpu::cache();
   std::lock_guard<std::mutex> lock(k.mutex);
-  k.limit = bytes < 0 ? 0 : bytes;
+  k.limit = bytes;
   k.trim();
 }
 
-GemmWideningCacheStats gemm_widening_cache_stats() {
-  Cache& k = cache();
+WideningCacheStats widening_cache_stats() {
+  cpu::Cache& k = cpu::cache();
   std::lock_guard<std::mutex> lock(k.mutex);
   return {k.hits, k.misses, static_cast<int64_t>(k.entries.size()), k.bytes};
 }
 
-void reset_gemm_widening_cache_stats() {
-  Cache& k = cache();
+void reset_widening_cache_stats() {
+  cpu::Cache& k = cpu::cache();
   std::lock_guard<std::mutex> lock(k.mutex);
   k.hits = k.misses = 0;
 }
 
-}  // namespace mixt::cpu
+}  // namespace mixt::gemm

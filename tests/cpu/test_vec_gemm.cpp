@@ -141,53 +141,54 @@ TEST_CASE("float16 / bfloat16 mm, addmm, linear equal the widened float32 produc
 }
 
 TEST_CASE("the widening cache serves a parameter's copy until the parameter changes") {
-  cpu::clear_gemm_widening_cache();
-  cpu::set_gemm_widening_cache_limit(cpu::kDefaultGemmWideningCacheBytes);
-  cpu::reset_gemm_widening_cache_stats();
+  gemm::clear_widening_cache();
+  gemm::set_widening_cache_limit(gemm::kDefaultWideningCacheBytes);
+  gemm::reset_widening_cache_stats();
+  CHECK_THROWS_AS(gemm::set_widening_cache_limit(-1), Error);
   Tensor w = randn({64, 96}).to(kBFloat16);
   w.requires_grad_();
   const Tensor x = randn({8, 96}).to(kBFloat16);
   NoGradGuard no_grad;
   const Tensor y1 = F::linear(x, w);
-  CHECK(cpu::gemm_widening_cache_stats().misses == 1);
-  CHECK(cpu::gemm_widening_cache_stats().entries == 1);
+  CHECK(gemm::widening_cache_stats().misses == 1);
+  CHECK(gemm::widening_cache_stats().entries == 1);
   CHECK(same_bits(F::linear(x, w), y1));
-  CHECK(cpu::gemm_widening_cache_stats().hits == 1);
+  CHECK(gemm::widening_cache_stats().hits == 1);
   CHECK(same_bits(mm(x, w.t()), y1));  // a view made outside the op is no parameter: widened anew
-  CHECK(cpu::gemm_widening_cache_stats().hits == 1);
+  CHECK(gemm::widening_cache_stats().hits == 1);
   SECTION("an in-place change is seen at once") {
     w.mul_(2.0);
     const Tensor y2 = F::linear(x, w);
     CHECK(same_bits(y2, reference_mm(x, w.detach().t())));
     CHECK_FALSE(same_bits(y2, y1));
-    CHECK(cpu::gemm_widening_cache_stats().entries == 1);  // the stale copy was dropped
+    CHECK(gemm::widening_cache_stats().entries == 1);  // the stale copy was dropped
     w.detach().narrow(0, 3, 1).fill_(0.5);  // through a view of it
     CHECK(same_bits(F::linear(x, w), reference_mm(x, w.detach().t())));
   }
   SECTION("activations are never cached, and a cleared or disabled cache holds nothing") {
     const Tensor v = randn({96, 16}).to(kBFloat16);
     (void)mm(x, v);
-    CHECK(cpu::gemm_widening_cache_stats().entries == 1);
-    cpu::clear_gemm_widening_cache();
-    CHECK(cpu::gemm_widening_cache_stats().entries == 0);
-    CHECK(cpu::gemm_widening_cache_stats().bytes == 0);
-    cpu::set_gemm_widening_cache_limit(0);
+    CHECK(gemm::widening_cache_stats().entries == 1);
+    gemm::clear_widening_cache();
+    CHECK(gemm::widening_cache_stats().entries == 0);
+    CHECK(gemm::widening_cache_stats().bytes == 0);
+    gemm::set_widening_cache_limit(0);
     CHECK(same_bits(F::linear(x, w), y1));
-    CHECK(cpu::gemm_widening_cache_stats().entries == 0);
-    cpu::set_gemm_widening_cache_limit(96 * 64 * 4);  // one copy fits, the next evicts it
+    CHECK(gemm::widening_cache_stats().entries == 0);
+    gemm::set_widening_cache_limit(96 * 64 * 4);  // one copy fits, the next evicts it
     Tensor w2 = randn({64, 96}).to(kBFloat16);
     w2.requires_grad_();
     (void)F::linear(x, w);
     (void)F::linear(x, w2);
-    CHECK(cpu::gemm_widening_cache_stats().entries == 1);
-    CHECK(cpu::gemm_widening_cache_stats().bytes == 96 * 64 * 4);
+    CHECK(gemm::widening_cache_stats().entries == 1);
+    CHECK(gemm::widening_cache_stats().bytes == 96 * 64 * 4);
   }
-  cpu::set_gemm_widening_cache_limit(cpu::kDefaultGemmWideningCacheBytes);
-  cpu::clear_gemm_widening_cache();
+  gemm::set_widening_cache_limit(gemm::kDefaultWideningCacheBytes);
+  gemm::clear_widening_cache();
 }
 
 TEST_CASE("the widening cache is shared safely by threads multiplying the same parameters") {
-  cpu::clear_gemm_widening_cache();
+  gemm::clear_widening_cache();
   std::vector<Tensor> ws;
   for (int i = 0; i < 3; ++i) {
     ws.push_back(randn({32, 48}).to(kBFloat16));
@@ -202,8 +203,8 @@ TEST_CASE("the widening cache is shared safely by threads multiplying the same p
     for (int r = 0; r < 200; ++r) {
       const size_t i = static_cast<size_t>(r + seed) % ws.size();
       if (!same_bits(F::linear(x, ws[i]), want[i])) ++wrong;
-      if (seed == 0 && r % 17 == 0) cpu::clear_gemm_widening_cache();
-      if (seed == 1 && r % 23 == 0) cpu::set_gemm_widening_cache_limit(r % 2 ? 32 * 48 * 4 : cpu::kDefaultGemmWideningCacheBytes);
+      if (seed == 0 && r % 17 == 0) gemm::clear_widening_cache();
+      if (seed == 1 && r % 23 == 0) gemm::set_widening_cache_limit(r % 2 ? 32 * 48 * 4 : gemm::kDefaultWideningCacheBytes);
     }
   };
   std::thread t0(worker, 0), t1(worker, 1), t2(worker, 2);
@@ -211,7 +212,7 @@ TEST_CASE("the widening cache is shared safely by threads multiplying the same p
   t1.join();
   t2.join();
   CHECK(wrong.load() == 0);
-  CHECK(cpu::gemm_widening_cache_stats().hits > 0);
-  cpu::set_gemm_widening_cache_limit(cpu::kDefaultGemmWideningCacheBytes);
-  cpu::clear_gemm_widening_cache();
+  CHECK(gemm::widening_cache_stats().hits > 0);
+  gemm::set_widening_cache_limit(gemm::kDefaultWideningCacheBytes);
+  gemm::clear_widening_cache();
 }
