@@ -2,6 +2,7 @@
 // check over a list of gradients, and the scale update. See Note [Grad scaler].
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include <omp.h>
@@ -14,6 +15,7 @@
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/multi_tensor.h>
 #include <mixt/kernels/cpu/register.h>
+#include <mixt/kernels/cpu/vec/optim_lanes.h>
 #include <mixt/runtime/dtype_visit.h>
 #include <mixt/runtime/ops/ops.h>
 
@@ -22,29 +24,26 @@ namespace {
 
 constexpr uint32_t kGradDtypes = dtypes::kStandardFloat;
 
-// Unscales p[0, n) in place by `inv` (unless inv == 1) and returns whether any element was non-finite.
+// Unscales p[0, n) in place by `inv` (unless inv == 1) and returns whether any element
+// was non-finite: float32 math in vector lanes (vec/optim_lanes.h), float64 here.
 template <class T>
 bool unscale_chunk(T* p, int64_t n, opmath_t<T> inv) {
-  using M = opmath_t<T>;
-  unsigned bad = 0;
-  if (inv == M(1)) {
+  if constexpr (!std::is_same_v<T, double>) {
+    return vec::unscale_check_lanes(p, static_cast<size_t>(n), inv);
+  } else {
+    unsigned bad = 0;
+    if (inv == 1.0) {
 #pragma omp simd reduction(| : bad)
-    for (int64_t i = 0; i < n; ++i) bad |= amp_math::non_finite(p[i]);
+      for (int64_t i = 0; i < n; ++i) bad |= amp_math::non_finite(p[i]);
+      return bad != 0;
+    }
+#pragma omp simd reduction(| : bad)
+    for (int64_t i = 0; i < n; ++i) {
+      bad |= amp_math::non_finite(p[i]);
+      p[i] = amp_math::unscale(p[i], inv);
+    }
     return bad != 0;
   }
-  if constexpr (std::is_same_v<T, M>) {
-#pragma omp simd reduction(| : bad)
-    for (int64_t i = 0; i < n; ++i) {
-      bad |= amp_math::non_finite(p[i]);
-      p[i] = amp_math::unscale(p[i], inv);
-    }
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      bad |= amp_math::non_finite(p[i]);
-      p[i] = amp_math::unscale(p[i], inv);
-    }
-  }
-  return bad != 0;
 }
 
 // A one-element float32 tensor's value (the flags and scales of the scaler).

@@ -4,6 +4,7 @@
 // runtime/optim are their reference. See Note [Fused optimizer steps].
 #include <cmath>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include <mixt/dispatcher/dispatch.h>
@@ -13,6 +14,7 @@
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/multi_tensor.h>
 #include <mixt/kernels/cpu/register.h>
+#include <mixt/kernels/cpu/vec/optim_lanes.h>
 #include <mixt/runtime/dtype_visit.h>
 
 namespace mixt::cpu {
@@ -57,7 +59,8 @@ void for_each_chunk(const StepLists& l, const char* op, Body&& body) {
 }
 
 // Calls f.template operator()<Flags...>() with the runtime bools as template
-// arguments, so the element loops have no branches and vectorize.
+// arguments, so the element loops have no branches (the float64 loops; float32 math
+// runs in vec/optim_lanes.h).
 template <bool... Done, class F>
 void with_flags(F&& f) {
   f.template operator()<Done...>();
@@ -91,9 +94,14 @@ void adam_kernel(OpCall& c, DispatchKeySet) {
     M* v = l.states[1][t].data_ptr<M>();
     M* vmax = amsgrad ? l.states[2][t].data_ptr<M>() : nullptr;
     const auto k = optim_math::adam_consts<M>(consts[t], lr, beta1, beta2, eps, wd, decoupled);
-    with_flags([&]<bool L2, bool Ams>() {
-      for (int64_t i = b; i < e; ++i) optim_math::adam_update<L2, Ams>(p, g, m, v, vmax, i, k);
-    }, l2, amsgrad);
+    if constexpr (std::is_same_v<M, float>) {  // float32 math: in vector lanes, with the same bits
+      vec::adam_lanes(p + b, g + b, m + b, v + b, amsgrad ? vmax + b : nullptr, static_cast<size_t>(e - b), k, l2,
+                      amsgrad);
+    } else {
+      with_flags([&]<bool L2, bool Ams>() {
+        for (int64_t i = b; i < e; ++i) optim_math::adam_update<L2, Ams>(p, g, m, v, vmax, i, k);
+      }, l2, amsgrad);
+    }
   });
 }
 
@@ -116,9 +124,14 @@ void sgd_kernel(OpCall& c, DispatchKeySet) {
     M* buf = with_momentum ? l.states[0][t].data_ptr<M>() : nullptr;
     const auto k = optim_math::sgd_consts<M>(lr, momentum, dampening, wd);
     const bool init = with_momentum && first[t];  // the first step copies the gradient into the buffer
-    with_flags([&]<bool L2, bool Momentum, bool Nesterov>() {
-      for (int64_t i = b; i < e; ++i) optim_math::sgd_update<L2, Momentum, Nesterov>(p, g, buf, i, init, k);
-    }, wd != 0.0, with_momentum, nesterov);
+    if constexpr (std::is_same_v<M, float>) {
+      vec::sgd_lanes(p + b, g + b, with_momentum ? buf + b : nullptr, static_cast<size_t>(e - b), init, k, wd != 0.0,
+                     with_momentum, nesterov);
+    } else {
+      with_flags([&]<bool L2, bool Momentum, bool Nesterov>() {
+        for (int64_t i = b; i < e; ++i) optim_math::sgd_update<L2, Momentum, Nesterov>(p, g, buf, i, init, k);
+      }, wd != 0.0, with_momentum, nesterov);
+    }
   });
 }
 
