@@ -113,6 +113,11 @@ const Case kCases[] = {
        return x * sigmoid_ref(2 * z);
      },
      16, -3.0f, 160},
+    {"sqrt", UnaryMath::Sqrt, [](long double x) { return std::sqrt(x); }, 0.5},
+    {"rsqrt", UnaryMath::Rsqrt, [](long double x) { return 1 / std::sqrt(x); }, 1.5},
+    {"reciprocal", UnaryMath::Reciprocal, [](long double x) { return 1 / x; }, 0.5},
+    {"mish", UnaryMath::Mish,
+     [](long double x) { return std::isinf(x) && x < 0 ? NAN : x * std::tanh(std::log1p(std::exp(x))); }, 4},
 };
 
 }  // namespace
@@ -161,6 +166,30 @@ TEST_CASE("vector math: the same bits on instruction sets of the same arithmetic
       CHECK(differ == 0);
     }
   }
+}
+
+TEST_CASE("vector math: sqrt, rsqrt and reciprocal give the scalar functors' bits on every instruction set") {
+  // Correctly rounded sqrt and division, no estimate: the bits of the scalar kernels
+  // (kernels/common/functors.h), whatever the instruction set.
+  const std::vector<float> xs = sweep();
+  const struct {
+    UnaryMath op;
+    float (*scalar)(float);
+  } ops[] = {{UnaryMath::Sqrt, [](float x) { return std::sqrt(x); }},
+             {UnaryMath::Rsqrt, [](float x) { return 1.0f / std::sqrt(x); }},
+             {UnaryMath::Reciprocal, [](float x) { return 1.0f / x; }}};
+  for (const auto& o : ops)
+    for (Isa isa : supported_isas()) {
+      std::vector<float> out(xs.size());
+      unary_math(o.op, {}, xs.data(), out.data(), xs.size(), isa);
+      size_t differ = 0;
+      for (size_t i = 0; i < xs.size(); ++i) {
+        const float want = o.scalar(xs[i]);
+        differ += float_bits(out[i]) != float_bits(want) && !(std::isnan(out[i]) && std::isnan(want));
+      }
+      INFO("op " << static_cast<int>(o.op) << " on " << isa_name(isa));
+      CHECK(differ == 0);
+    }
 }
 
 TEST_CASE("vector math: softplus honours beta and threshold; in place works") {

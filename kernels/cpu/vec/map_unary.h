@@ -38,6 +38,10 @@ constexpr int vec_unary_op(OpId op) {
     case OpId::softplus: return static_cast<int>(UnaryMath::Softplus);
     case OpId::erf: return static_cast<int>(UnaryMath::Erf);
     case OpId::gelu: return static_cast<int>(UnaryMath::GeluErf);
+    case OpId::sqrt: return static_cast<int>(UnaryMath::Sqrt);
+    case OpId::rsqrt: return static_cast<int>(UnaryMath::Rsqrt);
+    case OpId::reciprocal: return static_cast<int>(UnaryMath::Reciprocal);
+    case OpId::mish: return static_cast<int>(UnaryMath::Mish);
     default: return -1;
   }
 }

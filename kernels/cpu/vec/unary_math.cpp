@@ -74,6 +74,19 @@ HWY_INLINE V SiluLanes(D d, V x) {
   return hn::IfThenElse(hn::Lt(x, hn::Set(d, -80.0f)), tail, hn::Mul(x, SigmoidLanes(d, x)));
 }
 
+// x tanh(softplus(x)) = x n / (n + 2) with n = e (e + 2), e = exp(x): tanh(log(1 + e))
+// without tanh or log. Above x = 20 the factor rounds to 1 (and n would overflow from
+// x = 44); below x = -80 n / (n + 2) is e to float precision, taken as silu's tail is.
+template <class D, class V>
+HWY_INLINE V MishLanes(D d, V x) {
+  const V e = ExpLanes(d, x);
+  const V n = hn::Mul(e, hn::Add(e, hn::Set(d, 2.0f)));
+  const V y = hn::Mul(x, hn::Div(n, hn::Add(n, hn::Set(d, 2.0f))));
+  const V tail = hn::Mul(hn::Mul(x, ExpLanes(d, hn::Add(x, hn::Set(d, 20.0f)))), hn::Set(d, 2.0611536224385579e-09f));
+  const V body = hn::IfThenElse(hn::Gt(x, hn::Set(d, 20.0f)), x, y);
+  return KeepNaN(x, hn::IfThenElse(hn::Lt(x, hn::Set(d, -80.0f)), tail, body));
+}
+
 template <UnaryMath kOp, class D, class V>
 HWY_INLINE V Apply(D d, V x, const UnaryMathParams& p) {
   const V one = hn::Set(d, 1.0f), half = hn::Set(d, 0.5f);
@@ -111,6 +124,14 @@ HWY_INLINE V Apply(D d, V x, const UnaryMathParams& p) {
     V y = hn::IfThenElse(hn::Eq(e, hn::Inf(d)), e, hn::Log1p(d, e));
     y = hn::Div(y, hn::Set(d, p.beta));
     return KeepNaN(x, hn::IfThenElse(hn::Gt(bx, hn::Set(d, p.threshold)), x, y));
+  } else if constexpr (kOp == UnaryMath::Sqrt) {
+    return hn::Sqrt(x);  // correctly rounded: the scalar functor's bits
+  } else if constexpr (kOp == UnaryMath::Rsqrt) {
+    return hn::Div(one, hn::Sqrt(x));  // the scalar functor's two roundings, not an estimate
+  } else if constexpr (kOp == UnaryMath::Reciprocal) {
+    return hn::Div(one, x);
+  } else if constexpr (kOp == UnaryMath::Mish) {
+    return MishLanes(d, x);
   } else if constexpr (kOp == UnaryMath::Erf) {
     return ErfLanes(d, x);
   } else if constexpr (kOp == UnaryMath::GeluErf) {
@@ -154,6 +175,7 @@ void UnaryMathF32(UnaryMath op, const UnaryMathParams& p, const float* in, float
     MIXT_VEC_CASE(Exp) MIXT_VEC_CASE(Expm1) MIXT_VEC_CASE(Log) MIXT_VEC_CASE(Log1p) MIXT_VEC_CASE(Log2)
     MIXT_VEC_CASE(Log10) MIXT_VEC_CASE(Sin) MIXT_VEC_CASE(Cos) MIXT_VEC_CASE(Tanh) MIXT_VEC_CASE(Sigmoid)
     MIXT_VEC_CASE(Silu) MIXT_VEC_CASE(Softplus) MIXT_VEC_CASE(Erf) MIXT_VEC_CASE(GeluErf) MIXT_VEC_CASE(GeluTanh)
+    MIXT_VEC_CASE(Sqrt) MIXT_VEC_CASE(Rsqrt) MIXT_VEC_CASE(Reciprocal) MIXT_VEC_CASE(Mish)
 #undef MIXT_VEC_CASE
   }
 }

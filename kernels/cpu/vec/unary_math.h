@@ -15,8 +15,9 @@ namespace mixt::cpu::vec {
 // Note [Vector math accuracy] and tested by tests/cpu/test_vec_math.cpp.
 enum class UnaryMath : uint8_t {
   Exp, Expm1, Log, Log1p, Log2, Log10, Sin, Cos, Tanh, Sigmoid, Silu, Softplus, Erf, GeluErf, GeluTanh,
+  Sqrt, Rsqrt, Reciprocal, Mish,
 };
-inline constexpr int kUnaryMathCount = 15;
+inline constexpr int kUnaryMathCount = 19;
 
 // Attributes of the ops that have them.
 struct UnaryMathParams {
