@@ -1,5 +1,7 @@
 #include <mixt/autocast/cast_cache.h>
 
+#include <array>
+#include <cstdint>
 #include <unordered_map>
 
 #include <mixt/autocast/autocast.h>
@@ -25,34 +27,67 @@ struct Entry {
   uint32_t version;
 };
 
-// Note [Cast cache]: the cache is per thread (each thread's autocast state is,
-// and its outermost exit clears it), so it needs no lock.
-thread_local std::unordered_map<Key, Entry, KeyHash> g_cache;
-thread_local CacheStats g_stats;
+// Note [Cast cache]: the cache is per thread (each thread's autocast state is, and its
+// outermost exit clears it), so it needs no lock. The map owns the entries; in front of
+// it, a few direct-mapped slots name recently used entries (an entry's address stays
+// put until it is erased), so a repeated lookup is one compare instead of a hash and a
+// bucket walk. Erasing an entry clears its slot. The slots and the counters are plain
+// data, constant-initialized: reaching them costs no thread-local initialization check.
+struct Recent {
+  const TensorImpl* source = nullptr;
+  ScalarType dtype = ScalarType::Undefined;
+  Entry* entry = nullptr;
+};
+constexpr int kRecentBits = 5;
+
+struct Front {
+  std::array<Recent, size_t{1} << kRecentBits> recent{};
+  CacheStats stats;
+
+  Recent& slot(const TensorImpl* source, ScalarType dtype) {
+    const uint64_t h = (reinterpret_cast<uintptr_t>(source) ^ static_cast<uint64_t>(dtype)) * 0x9e3779b97f4a7c15ull;
+    return recent[h >> (64 - kRecentBits)];
+  }
+};
+constinit thread_local Front t_front;
+
+struct Entries {
+  std::unordered_map<Key, Entry, KeyHash> map;
+  ~Entries() { t_front.recent.fill({}); }  // the thread ends: no slot may outlive its entry
+};
+thread_local Entries t_entries;
 
 }  // namespace
 
-bool cacheable(const Tensor& t, ScalarType to, ScalarType device_lower_dtype) {
-  return state().cache_enabled && to == device_lower_dtype && t.dtype() == kFloat32 && t.requires_grad() &&
-         t.is_leaf() && !t.impl()->is_view;
+bool cacheable(const Tensor& t, ScalarType to, ScalarType device_lower_dtype, bool cache_enabled) {
+  return cache_enabled && to == device_lower_dtype && t.dtype() == kFloat32 && t.requires_grad() && t.is_leaf() &&
+         !t.impl()->is_view;
 }
 
 Tensor cached_cast(const Tensor& t, ScalarType to, bool use_cache, bool* hit) {
   *hit = false;
   if (t.dtype() == to) return t;
   if (!use_cache) return mixt::to(t, to);
+  Front& front = t_front;
   const Key key{t.impl(), to};
-  auto it = g_cache.find(key);
-  if (it != g_cache.end()) {
-    if (it->second.version == t.version()) {
-      ++g_stats.hits;
+  Recent& recent = front.slot(key.source, to);
+  Entry* entry = recent.source == key.source && recent.dtype == to ? recent.entry : nullptr;
+  if (!entry) {
+    auto it = t_entries.map.find(key);
+    if (it != t_entries.map.end()) entry = &it->second;
+  }
+  if (entry) {
+    if (entry->version == t.version()) {
+      ++front.stats.hits;
       *hit = true;
-      return it->second.cast;
+      recent = {key.source, to, entry};
+      return entry->cast;
     }
     // The parameter changed in place (an optimizer step): never serve the stale cast.
-    ++g_stats.invalidations;
-    g_stats.bytes -= it->second.cast.nbytes();
-    g_cache.erase(it);
+    ++front.stats.invalidations;
+    front.stats.bytes -= entry->cast.nbytes();
+    if (recent.entry == entry) recent = {};
+    t_entries.map.erase(key);
   }
   // Record the cast even under no_grad: a later use with grad must reach the parameter.
   Tensor cast;
@@ -60,26 +95,28 @@ Tensor cached_cast(const Tensor& t, ScalarType to, bool use_cache, bool* hit) {
     autograd::EnableGradGuard grad_on;
     cast = mixt::to(t, to);
   }
-  ++g_stats.misses;
-  g_cache.emplace(key, Entry{t, cast, t.version()});
-  g_stats.bytes += cast.nbytes();
+  ++front.stats.misses;
+  Entry& stored = t_entries.map.emplace(key, Entry{t, cast, t.version()}).first->second;
+  recent = {key.source, to, &stored};
+  front.stats.bytes += cast.nbytes();
   return cast;
 }
 
 CacheStats cache_stats() {
-  CacheStats s = g_stats;
-  s.entries = static_cast<int64_t>(g_cache.size());
+  CacheStats s = t_front.stats;
+  s.entries = static_cast<int64_t>(t_entries.map.size());
   return s;
 }
 
 void clear_cache() {
-  g_cache.clear();
-  g_stats.bytes = 0;
+  t_front.recent.fill({});
+  t_entries.map.clear();
+  t_front.stats.bytes = 0;
 }
 
 void reset_cache_stats() {
-  g_stats = CacheStats{};
-  for (const auto& [k, e] : g_cache) g_stats.bytes += e.cast.nbytes();
+  t_front.stats = CacheStats{};
+  for (const auto& [k, e] : t_entries.map) t_front.stats.bytes += e.cast.nbytes();
 }
 
 }  // namespace mixt::autocast

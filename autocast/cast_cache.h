@@ -7,8 +7,9 @@
 
 namespace mixt::autocast {
 
-// True when a cast of `t` to `to` may be cached on this thread now.
-bool cacheable(const Tensor& t, ScalarType to, ScalarType device_lower_dtype);
+// True when a cast of `t` to `to` may be cached: caching is on (State::cache_enabled),
+// `to` is the device's low dtype and `t` a float32 parameter (a leaf requiring grad, not a view).
+bool cacheable(const Tensor& t, ScalarType to, ScalarType device_lower_dtype, bool cache_enabled);
 // `t` cast to `to`, from the cache when cacheable (hit) or made and stored (miss).
 // `hit` reports which (false for uncached casts).
 Tensor cached_cast(const Tensor& t, ScalarType to, bool use_cache, bool* hit);

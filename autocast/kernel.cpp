@@ -1,5 +1,9 @@
 // The generic autocast kernel (one per device key) and its registration as the
 // fallback of every op. See Note [Autocast kernel].
+#include <memory>
+#include <optional>
+#include <span>
+#include <type_traits>
 #include <vector>
 
 #include <mixt/autocast/autocast.h>
@@ -27,6 +31,22 @@ void pass_through(OpCall& c, DispatchKeySet keys) {
   ExcludeKeysGuard below(kAutocastKeys);
   redispatch(c, keys, key);
 }
+
+// The InputInfos of a call's inputs, built in place: only the ones pushed are constructed
+// (a whole array would be cleared on every decided call, the hot path's largest store).
+class InputInfos {
+ public:
+  InputInfos() {}
+  void push(const InputInfo& i) { std::construct_at(&items_[n_++], i); }
+  std::span<const InputInfo> view() const { return {items_, n_}; }
+
+ private:
+  static_assert(std::is_trivially_destructible_v<InputInfo>);
+  union {
+    InputInfo items_[kMaxInputs];
+  };
+  size_t n_ = 0;
+};
 
 // True when the call is device D's to decide: its tensors live on D, or D is the highest
 // device among them. A CUDA (or meta) op may take CPU scalars, whose CPU autocast key
@@ -57,23 +77,23 @@ void autocast_kernel(OpCall& c, DispatchKeySet keys) {
     pass_through<D>(c, keys);
     return;
   }
-  State rehearsed;  // the state as P's policy sees it: D's flag and dtype in P's slot
+  std::optional<State> rehearsed;  // the state as P's policy sees it: D's flag and dtype in P's slot
   if (P != D) {
     rehearsed = own;
-    rehearsed.enabled[static_cast<size_t>(P)] = own.enabled[static_cast<size_t>(D)];
-    rehearsed.dtype[static_cast<size_t>(P)] = own.dtype[static_cast<size_t>(D)];
+    rehearsed->enabled[static_cast<size_t>(P)] = own.enabled[static_cast<size_t>(D)];
+    rehearsed->dtype[static_cast<size_t>(P)] = own.dtype[static_cast<size_t>(D)];
   }
-  const State& st = P == D ? own : rehearsed;
+  const State& st = P == D ? own : *rehearsed;
   auto info = [&](const Tensor& t) {
     InputInfo i = InputInfo::of(t);
     if (i.device == D) i.device = P;
     return i;
   };
-  InputInfo infos[kMaxInputs];
-  for (int i = 0; i < c.n_in; ++i) infos[i] = info(c.in[i]);
+  InputInfos infos;
+  for (int i = 0; i < c.n_in; ++i) infos.push(info(c.in[i]));
   std::vector<InputInfo> list_infos;
   for (const Tensor& t : c.list) list_infos.push_back(info(t));
-  const Decision d = decide(P, c.op, {infos, static_cast<size_t>(c.n_in)}, list_infos, c.attrs, st, ex != nullptr);
+  const Decision d = decide(P, c.op, infos.view(), list_infos, c.attrs, st, ex != nullptr);
 
   size_t record = 0;
   if (ex) {
@@ -124,7 +144,7 @@ void autocast_kernel(OpCall& c, DispatchKeySet keys) {
   ExcludeKeysGuard casting(kAutocastKeys);  // the casts, and the op's body, are not autocast
   auto cast = [&](const Tensor& t, ScalarType to, int index) {
     bool hit = false;
-    const bool use_cache = cacheable(t, to, lower);
+    const bool use_cache = cacheable(t, to, lower, st.cache_enabled);
     Tensor r = cached_cast(t, to, use_cache, &hit);
     if (ex) {
       ex->at(record).casts.push_back({index, t.dtype(), to, use_cache, hit, hit ? 0 : r.nbytes()});

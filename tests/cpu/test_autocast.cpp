@@ -210,6 +210,44 @@ TEST_CASE("the cast cache: hits, invalidation after in-place updates, clearing",
   }
 }
 
+TEST_CASE("the cast cache serves each parameter its own current cast, for many parameters and both dtypes",
+          "[autocast][cache]") {
+  // More parameters than the cache keeps in its direct-mapped front, read in turns, in two
+  // low dtypes, updated in place between turns, then freed and replaced by new ones (whose
+  // addresses may be the old ones'): every read must be the parameter's cast as it is now.
+  autocast::clear_cache();
+  autocast::reset_cache_stats();
+  const Tensor x = data(kFloat32, {2, 4}, -1, 1, 7);
+  int64_t reads = 0, first_reads = 0, updates = 0;  // updates: in-place changes
+  for (uint32_t round = 0; round < 2; ++round) {
+    std::vector<Tensor> ws;
+    for (uint32_t i = 0; i < 100; ++i) ws.push_back(param({4, 4}, 100 * round + i + 10));
+    autocast::Guard g(cpu_bf16());
+    for (int turn = 0; turn < 3; ++turn) {
+      for (size_t i = 0; i < ws.size(); ++i) {
+        for (ScalarType low : {kBFloat16, kFloat16}) {
+          autocast::Guard inner({.device = DeviceType::CPU, .dtype = low});
+          const Tensor got = mm(x, ws[i]);
+          REQUIRE(got.dtype() == low);
+          REQUIRE(values(got) == values(mm(x.to(low), ws[i].to(low))));
+          ++reads;
+        }
+      }
+      if (turn == 0) first_reads += 2 * static_cast<int64_t>(ws.size());
+      autograd::NoGradGuard no_grad;
+      for (size_t i = 0; i < ws.size(); i += 3, ++updates) ws[i].mul_(0.5);  // a third change in place
+    }
+  }
+  const autocast::CacheStats s = autocast::cache_stats();
+  // One miss per parameter and dtype at its first read, and again (an invalidation) after
+  // each in-place change that is read later: the changes after the last turn are not.
+  const int64_t changes_read = updates - updates / 3;
+  CHECK(s.invalidations == 2 * changes_read);
+  CHECK(s.misses == first_reads + 2 * changes_read);
+  CHECK(s.hits == reads - s.misses);
+  CHECK(s.entries == 0);  // cleared at the outermost exit
+}
+
 TEST_CASE("a cast first cached under no_grad still carries the gradient path", "[autocast][cache]") {
   autocast::clear_cache();
   Tensor w = param({4, 4}, 3), x = data(kFloat32, {2, 4}, -1, 1, 4);
