@@ -2,6 +2,7 @@
 // order. Runs once: on the first op, or when the application calls mixt::init().
 #include <mixt/autocast/autocast.h>
 #include <mixt/dispatcher/op.h>
+#include <mixt/kernels/cpu/vec/isa.h>
 #include <mixt/kernels/meta/register.h>
 #include <mixt/runtime/autograd/autograd.h>
 
@@ -13,6 +14,10 @@ namespace mixt {
 // this until the registration has published its table, and never again after.
 void init() {
   [[maybe_unused]] static const bool registered = [] {
+    // A bad MIXT_CPU_ISA raises here, from the first op, outside any parallel region: a
+    // vector kernel asking inside an OpenMP region could only abort. Nothing is
+    // registered, so every later op raises it again.
+    (void)cpu::vec::active_isa();
     detail::BuiltinRegistration registration;
     register_common_kernels();
     register_cpu_kernels();

@@ -281,3 +281,14 @@ TEST_CASE("instruction sets: a tensor op gives the same bits on every instructio
                         static_cast<const float*>(results[0].data_ptr())[k]) <= 8);
   }
 }
+
+// Run by meson with MIXT_CPU_ISA=bogus (test_vec_math_bad_isa): the first op raises
+// mixt::Error, and so does every later one, never an abort from inside a parallel region.
+TEST_CASE("a bad MIXT_CPU_ISA raises mixt::Error from every op", "[.bad_isa]") {
+  const char* env = std::getenv("MIXT_CPU_ISA");
+  REQUIRE(env != nullptr);
+  REQUIRE(std::string(env) == "bogus");
+  CHECK_THROWS_WITH(zeros({2048, 4096}), Catch::Contains("MIXT_CPU_ISA") && Catch::Contains("bogus"));
+  CHECK_THROWS_AS(randn({2048, 4096}), Error);
+  CHECK_THROWS_AS(mixt::init(), Error);
+}
