@@ -77,7 +77,7 @@ Tensor widened_operand(const Tensor& t, bool cacheable, const OpCall& c) {
   if (wide.nbytes() > k.limit) return wide;
   // Older copies of the same storage are stale now (or another thread's duplicate).
   for (auto it = k.entries.begin(); it != k.entries.end();) {
-    if (it->source.shares_storage(t) && it->version != version) {
+    if (it->source.shares_storage(t) && (it->version != version || same_operand(*it, t, version))) {
       k.bytes -= it->wide.nbytes();
       it = k.entries.erase(it);
     } else {
