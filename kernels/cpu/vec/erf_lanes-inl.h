@@ -53,23 +53,29 @@ HWY_INLINE V ErfcTail(D d, V y, V sq_hi, V sq_lo) {
   // exp(-hi - lo) = exp(-hi) (1 - lo) to float precision (|lo| <= ulp(hi) / 2).
   const V e = hn::Mul(hn::Exp(d, hn::Neg(sq_hi)), hn::Sub(hn::Set(d, 1.0f), sq_lo));
   const V g = Horner(d, hn::Mul(hn::Sub(y, hn::Set(d, 2.25f)), hn::Set(d, 1.0f / 1.75f)), kG);
-  const V h = hn::Div(Horner(d, hn::Div(hn::Set(d, 1.0f), sq_hi), kH), y);
-  const V r = hn::Mul(e, hn::IfThenElse(hn::Lt(y, hn::Set(d, 4.0f)), g, h));
+  const auto far = hn::Ge(y, hn::Set(d, 4.0f));  // rare in practice: skip its two divisions when no lane needs them
+  const V r = hn::AllFalse(d, far) ? hn::Mul(e, g)
+                                   : hn::Mul(e, hn::IfThenElse(far, hn::Div(Horner(d, hn::Div(hn::Set(d, 1.0f), sq_hi), kH), y), g));
   return hn::IfThenElseZero(hn::Lt(y, hn::Set(d, 10.5f)), r);
+}
+
+// erf(x) for |x| < 0.5 (other lanes: unspecified).
+template <class D, class V>
+HWY_INLINE V ErfSmall(D d, V x) {
+  static constexpr float kP[6] = {-0.0007694534279142308f, 0.005200413724335493f, -0.026863143032249386f,
+                                  0.11283774013179539f,    -0.37612638525650693f,  1.1283791670824095f};
+  return hn::Mul(x, Horner(d, hn::Mul(x, x), kP));
 }
 
 // erf(x) for every float x (NaN stays NaN).
 template <class D, class V>
 HWY_INLINE V ErfLanes(D d, V x) {
-  static constexpr float kP[6] = {-0.0007694534279142308f, 0.005200413724335493f, -0.026863143032249386f,
-                                  0.11283774013179539f,    -0.37612638525650693f,  1.1283791670824095f};
   const V a = hn::Abs(x);
-  const V small = hn::Mul(x, Horner(d, hn::Mul(x, x), kP));
   V sq_hi, sq_lo;
   ExactSquare(d, a, sq_hi, sq_lo);
   const V one = hn::Set(d, 1.0f);
   const V large = hn::IfThenElse(hn::Lt(a, hn::Set(d, 4.0f)), hn::Sub(one, ErfcTail(d, a, sq_hi, sq_lo)), one);
-  const V r = hn::IfThenElse(hn::Lt(a, hn::Set(d, 0.5f)), small, hn::CopySignToAbs(large, x));
+  const V r = hn::IfThenElse(hn::Lt(a, hn::Set(d, 0.5f)), ErfSmall(d, x), hn::CopySignToAbs(large, x));
   return hn::IfThenElse(hn::IsNaN(x), x, r);
 }
 

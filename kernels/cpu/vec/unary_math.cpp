@@ -135,14 +135,19 @@ HWY_INLINE V Apply(D d, V x, const UnaryMathParams& p) {
   } else if constexpr (kOp == UnaryMath::Erf) {
     return ErfLanes(d, x);
   } else if constexpr (kOp == UnaryMath::GeluErf) {
-    // 0.5 x (1 + erf(x / sqrt 2)); below -sqrt(1/2) as 0.5 x erfc(-x / sqrt 2), whose square
-    // (-x / sqrt 2)^2 = x^2 / 2 is taken exactly (no cancellation, no rounded argument).
+    // 0.5 x (1 + erf(y)), y = x / sqrt 2, from one erfc: for |y| >= 0.5 with a = |y|,
+    // x - 0.5 x erfc(a) (x > 0) or 0.5 x erfc(a) (x < 0: no cancellation). a^2 = x^2 / 2
+    // is taken exactly from x (not from the rounded y); |y| < 0.5 uses erf's polynomial.
     const V y = hn::Mul(x, hn::Set(d, 0.70710678118654752f));
-    const V upper = hn::Mul(hn::Mul(half, x), hn::Add(one, ErfLanes(d, y)));
+    const V half_x = hn::Mul(half, x);
     V sq_hi, sq_lo;
     ExactSquare(d, x, sq_hi, sq_lo);
-    const V tail = hn::Mul(hn::Mul(half, x), ErfcTail(d, hn::Neg(y), hn::Mul(half, sq_hi), hn::Mul(half, sq_lo)));
-    return KeepNaN(x, hn::IfThenElse(hn::Lt(x, hn::Set(d, -0.70710678118654752f)), tail, upper));
+    const V erfc = ErfcTail(d, hn::Abs(y), hn::Mul(half, sq_hi), hn::Mul(half, sq_lo));
+    const V tail = hn::Mul(half_x, erfc);  // NaN at x = -inf, as the scalar functor's
+    // x = +inf: inf - inf * 0 would be NaN; the tail is 0 wherever erfc is.
+    const V far = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), tail, hn::Sub(x, hn::IfThenElseZero(hn::Gt(erfc, hn::Zero(d)), tail)));
+    const V near = hn::Mul(half_x, hn::Add(one, ErfSmall(d, y)));  // keeps gelu(-0) = -0
+    return KeepNaN(x, hn::IfThenElse(hn::Lt(hn::Abs(y), half), near, far));
   } else {
     static_assert(kOp == UnaryMath::GeluTanh);
     // 0.5 x (1 + tanh(z)) = x sigmoid(2 z), z = sqrt(2/pi) (x + 0.044715 x^3): no
