@@ -13,7 +13,8 @@
 namespace mixt::autocast {
 namespace {
 
-bool eligible(const InputInfo& in, DeviceType device) {
+template <class Input>
+bool eligible(const Input& in, DeviceType device) {
   return in.defined && is_floating(in.dtype) && in.dtype != kFloat64 && in.device == device;
 }
 
@@ -69,37 +70,49 @@ std::string field_names(const AttrSchema& s) {
   return names;
 }
 
-// Widest eligible dtype for `promote`: lower unless any is float32; mixing two
-// different low dtypes is an error (as in PyTorch).
-std::string promote_target(std::span<const InputInfo> inputs, std::span<const InputInfo> list, DeviceType device,
-                           ScalarType lower, ScalarType* out) {
+// Widest eligible dtype for `promote`: lower unless any is float32; mixing two different
+// low dtypes is an error (as in PyTorch): false, and `*mixed` (when given) names the dtype.
+template <class Inputs, class List>
+bool promote_target(const Inputs& inputs, const List& list, DeviceType device, ScalarType lower, ScalarType* out,
+                    ScalarType* mixed = nullptr) {
   ScalarType r = lower;
-  auto fold = [&](const InputInfo& in) -> std::string {
-    if (!eligible(in, device)) return "";
+  auto fold = [&](const auto& in) {
+    if (!eligible(in, device)) return true;
     if (in.dtype == kFloat32 || r == kFloat32) {
       r = kFloat32;
-      return "";
+      return true;
     }
-    if (in.dtype == r) return "";
-    return fmt::format("promote: cannot combine {} with the autocast dtype {}", in.dtype, lower);
+    if (in.dtype == r) return true;
+    if (mixed) *mixed = in.dtype;
+    return false;
   };
-  for (const InputInfo& in : inputs)
-    if (auto e = fold(in); !e.empty()) return e;
-  for (const InputInfo& in : list)
-    if (auto e = fold(in); !e.empty()) return e;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!fold(inputs[i])) return false;
+  for (size_t i = 0; i < list.size(); ++i)
+    if (!fold(list[i])) return false;
   *out = r;
-  return "";
+  return true;
+}
+
+// The message of a call the rules make raise (a promote that mixes low dtypes, a banned op).
+std::string error_message(DeviceType device, OpId op, std::span<const InputInfo> inputs,
+                          std::span<const InputInfo> list, const State& st) {
+  if (policy_of(device, op) == Policy::Banned) return std::string(banned_message(device, op));
+  const ScalarType lower = st.dtype[static_cast<size_t>(device)];
+  ScalarType target = lower, mixed = ScalarType::Undefined;
+  promote_target(inputs, list, device, lower, &target, &mixed);
+  return fmt::format("promote: cannot combine {} with the autocast dtype {}", mixed, lower);
 }
 
 }  // namespace
 
-InputInfo InputInfo::of(const Tensor& t) {
+InputInfo InputInfo::of(const Tensor& t, bool with_sizes) {
   InputInfo i;
   if (!t.defined()) return i;
   i.defined = true;
   i.dtype = t.dtype();
   i.device = t.device().type();
-  i.sizes = t.sizes();
+  if (with_sizes) i.sizes = t.sizes();
   i.sensitive = t.impl()->autocast_sensitive;
   i.kind = t.impl()->wrapped_number ? OperandKind::WrappedScalar : t.dim() == 0 ? OperandKind::ZeroDim : OperandKind::Dim;
   return i;
@@ -121,25 +134,22 @@ std::string_view rule_name(Rule r) {
 
 std::ostream& operator<<(std::ostream& os, Rule r) { return os << rule_name(r); }
 
-Decision decide(DeviceType device, OpId op, std::span<const InputInfo> inputs, std::span<const InputInfo> list,
-                const Attrs& attrs, const State& st, bool predict) {
-  Decision d;
-  d.cast_to.fill(ScalarType::Undefined);
-  d.list_cast_to.assign(list.size(), ScalarType::Undefined);
+namespace detail {
+
+// The rules of Note [Autocast decisions], written once for both callers: decide() (inputs
+// as InputInfo) and the autocast kernel (the call's tensors, read in place). `Inputs` and
+// `List` index like arrays and yield something with defined, dtype, device and sensitive.
+template <class Inputs, class List>
+MIXT_ALWAYS_INLINE CastPlan plan_casts(DeviceType device, OpId op, Policy table, const Inputs& inputs, const List& list,
+                    std::span<ScalarType> list_cast_to, ScalarType attrs_dtype, const State& st) {
+  CastPlan d;
   const OpEntry& entry = op_entry(op);
-  // The call's named attributes, or none (Attrs{}: the op's defaults stand in), never another op's.
-  const AttrSchema& named = *entry.schema.attrs;
-  const bool attrs_given = &attrs.schema() == &named;
-  MIXT_CHECK(attrs_given || attrs.schema().num_fields == 0, op_name(op),
-             "autocast::decide was given {} attributes, but {} takes {} ({})", attrs.schema().name, op_name(op),
-             named.name, field_names(named));
-  const Policy table = policy_of(device, op);
   const bool custom = entry.has(op_flags::Custom);
   auto cast_all = [&](ScalarType to) {
     for (size_t i = 0; i < inputs.size(); ++i)
       if (eligible(inputs[i], device) && inputs[i].dtype != to) d.cast_to[i] = to;
     for (size_t i = 0; i < list.size(); ++i)
-      if (eligible(list[i], device) && list[i].dtype != to) d.list_cast_to[i] = to;
+      if (eligible(list[i], device) && list[i].dtype != to) list_cast_to[i] = to;
   };
   const Scope* top = st.top();
   // In-place and multi-tensor ops, factories, views, explicit conversions and ops whose dtypes are
@@ -170,35 +180,84 @@ Decision decide(DeviceType device, OpId op, std::span<const InputInfo> inputs, s
       case Policy::Lower:
       case Policy::LowerF32Out: {
         bool sensitive = false;
-        for (const InputInfo& in : inputs) sensitive = sensitive || (in.sensitive && eligible(in, device));
+        for (size_t i = 0; i < inputs.size(); ++i) sensitive = sensitive || (inputs[i].sensitive && eligible(inputs[i], device));
         if (sensitive) {  // a sensitive parameter keeps the whole op in float32
           d.rule = Rule::SensitiveParam;
           cast_all(kFloat32);
         } else {
           cast_all(lower);
-          if (table == Policy::LowerF32Out && attrs.dtype == ScalarType::Undefined) d.set_dtype = kFloat32;
+          if (table == Policy::LowerF32Out && attrs_dtype == ScalarType::Undefined) d.set_dtype = kFloat32;
         }
         break;
       }
       case Policy::Fp32: cast_all(kFloat32); break;
       case Policy::Fp32OptDtype:
-        if (!inputs.empty() && eligible(inputs[0], device) && attrs.dtype == ScalarType::Undefined)
+        if (inputs.size() > 0 && eligible(inputs[0], device) && attrs_dtype == ScalarType::Undefined)
           d.set_dtype = kFloat32;
         break;
       case Policy::Promote: {
         ScalarType target = lower;
-        d.error = promote_target(inputs, list, device, lower, &target);
-        if (d.error.empty()) cast_all(target);
+        d.raises = !promote_target(inputs, list, device, lower, &target);
+        if (!d.raises) cast_all(target);
         break;
       }
       case Policy::Banned:
         d.rule = Rule::Banned;
-        d.error = std::string(banned_message(device, op));
+        d.raises = true;
         break;
       case Policy::PassThrough:
       case Policy::DisabledInside: break;
     }
   }
+  return d;
+}
+
+// An input of the kernel's call as the rules read it, its eligibility worked out once.
+struct TensorTraits {
+  bool defined, sensitive, eligible;
+  ScalarType dtype;
+};
+bool eligible(const TensorTraits& in, DeviceType) { return in.eligible; }
+
+CastPlan plan_casts(DeviceType device, OpId op, Policy table, std::span<const Tensor> inputs,
+                    DeviceType tensors_device, ScalarType attrs_dtype, const State& st) {
+  std::array<TensorTraits, kMaxInputs> traits;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (!t.defined()) {
+      traits[i] = {false, false, false, ScalarType::Undefined};
+      continue;
+    }
+    const DeviceType on = t.device().type();
+    const ScalarType dtype = t.dtype();
+    const bool ok = is_floating(dtype) && dtype != kFloat64 && (on == tensors_device ? device : on) == device;
+    traits[i] = {true, t.impl()->autocast_sensitive, ok, dtype};
+  }
+  const std::span<const TensorTraits> view(traits.data(), inputs.size());
+  return plan_casts(device, op, table, view, std::span<const TensorTraits>(), {}, attrs_dtype, st);
+}
+
+}  // namespace detail
+
+Decision decide(DeviceType device, OpId op, std::span<const InputInfo> inputs, std::span<const InputInfo> list,
+                const Attrs& attrs, const State& st, bool predict) {
+  const OpEntry& entry = op_entry(op);
+  // The call's named attributes, or none (Attrs{}: the op's defaults stand in), never another op's.
+  const AttrSchema& named = *entry.schema.attrs;
+  const bool attrs_given = &attrs.schema() == &named;
+  MIXT_CHECK(attrs_given || attrs.schema().num_fields == 0, op_name(op),
+             "autocast::decide was given {} attributes, but {} takes {} ({})", attrs.schema().name, op_name(op),
+             named.name, field_names(named));
+  Decision d;
+  d.list_cast_to.assign(list.size(), ScalarType::Undefined);
+  const detail::CastPlan plan =
+      detail::plan_casts(device, op, policy_of(device, op), inputs, list, d.list_cast_to, attrs.dtype, st);
+  d.rule = plan.rule;
+  d.policy = plan.policy;
+  d.cast_to = plan.cast_to;
+  d.set_dtype = plan.set_dtype;
+  d.run_without_autocast = plan.run_without_autocast;
+  if (plan.raises) d.error = error_message(device, op, inputs, list, st);
   if (predict && d.error.empty()) {
     std::string why;
     d.output_dtype = predict_output(device, op, inputs, list, attrs, st, &why);

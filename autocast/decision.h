@@ -24,7 +24,9 @@ struct InputInfo {
   DeviceType device = DeviceType::CPU;
   bool sensitive = false;        // marked with mark_sensitive
   OperandKind kind = OperandKind::Dim;  // how it counts in type promotion
-  static InputInfo of(const Tensor& t);
+  // The description of `t`; `with_sizes` false leaves `sizes` empty (only the prediction
+  // reads them: the kernel skips the copy when nothing will predict).
+  static InputInfo of(const Tensor& t, bool with_sizes = true);
 };
 
 // Which rule decided.
@@ -43,6 +45,28 @@ struct Decision {
   std::string error;                               // non-empty: the call raises this
   bool run_without_autocast = false;               // DisabledInside
 };
+
+namespace detail {
+// The casting part of a decision (no error text, no prediction): what decide() and the
+// autocast kernel share. `raises`: the call raises (decide() writes the message).
+struct CastPlan {
+  Rule rule = Rule::PassThrough;
+  Policy policy = Policy::PassThrough;
+  std::array<ScalarType, kMaxInputs> cast_to = [] {
+    std::array<ScalarType, kMaxInputs> a;
+    a.fill(ScalarType::Undefined);
+    return a;
+  }();
+  ScalarType set_dtype = ScalarType::Undefined;
+  bool run_without_autocast = false;
+  bool raises = false;
+};
+// The plan for a call without a tensor list, read from its tensors in place (the kernel's
+// path when nothing records: no InputInfo, no sizes). `table` = policy_of(device, op).
+// Tensors on `tensors_device` count as `device`'s (a rehearsed policy decides for them).
+CastPlan plan_casts(DeviceType device, OpId op, Policy table, std::span<const Tensor> inputs,
+                    DeviceType tensors_device, ScalarType attrs_dtype, const State& st);
+}  // namespace detail
 
 // The decision for `op` on `device` with these inputs and attributes under `st`.
 // `predict`: also fill output_dtype, by running the op on meta tensors of the inputs'

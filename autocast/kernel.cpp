@@ -33,11 +33,14 @@ void pass_through(OpCall& c, DispatchKeySet keys) {
 }
 
 // The InputInfos of a call's inputs, built in place: only the ones pushed are constructed
-// (a whole array would be cleared on every decided call, the hot path's largest store).
+// (a whole array would be cleared on every decided call, the hot path's largest store),
+// each straight into its slot (a copy of a just-built InputInfo stalls on its stores).
 class InputInfos {
  public:
   InputInfos() {}
-  void push(const InputInfo& i) { std::construct_at(&items_[n_++], i); }
+  InputInfo& push(const Tensor& t, bool with_sizes) {
+    return *std::construct_at(&items_[n_++], InputInfo::of(t, with_sizes));
+  }
   std::span<const InputInfo> view() const { return {items_, n_}; }
 
  private:
@@ -72,8 +75,9 @@ void autocast_kernel(OpCall& c, DispatchKeySet keys) {
   const State& own = state();
   const DeviceType P = own.table[static_cast<size_t>(D)];
   Explain* ex = detail::active_explain();
+  const Policy table = policy_of(P, c.op);
   // Fast path: no scope open, and autocast off for this device or nothing listed for the op.
-  if (!ex && own.depth == 0 && (!own.enabled[static_cast<size_t>(D)] || policy_of(P, c.op) == Policy::PassThrough)) {
+  if (!ex && own.depth == 0 && (!own.enabled[static_cast<size_t>(D)] || table == Policy::PassThrough)) {
     pass_through<D>(c, keys);
     return;
   }
@@ -84,16 +88,29 @@ void autocast_kernel(OpCall& c, DispatchKeySet keys) {
     rehearsed->dtype[static_cast<size_t>(P)] = own.dtype[static_cast<size_t>(D)];
   }
   const State& st = P == D ? own : *rehearsed;
-  auto info = [&](const Tensor& t) {
-    InputInfo i = InputInfo::of(t);
-    if (i.device == D) i.device = P;
-    return i;
-  };
-  InputInfos infos;
-  for (int i = 0; i < c.n_in; ++i) infos.push(info(c.in[i]));
-  std::vector<InputInfo> list_infos;
-  for (const Tensor& t : c.list) list_infos.push_back(info(t));
-  const Decision d = decide(P, c.op, infos.view(), list_infos, c.attrs, st, ex != nullptr);
+  // The rules read the tensors in place unless explain records the call, it has a tensor
+  // list, or it raises (decide() then also gives the message and the prediction).
+  detail::CastPlan plan;
+  std::optional<Decision> full;
+  const bool light = !ex && c.list.empty() &&
+                     !(plan = detail::plan_casts(P, c.op, table, {c.in.data(), c.n_in}, D, c.attrs.dtype, st)).raises;
+  if (!light) {
+    const bool predict = ex != nullptr;  // only explain reads the prediction, and only it needs the sizes
+    auto as_policy_device = [&](InputInfo& i) {
+      if (i.device == D) i.device = P;
+    };
+    InputInfos infos;
+    for (int i = 0; i < c.n_in; ++i) as_policy_device(infos.push(c.in[i], predict));
+    std::vector<InputInfo> list_infos;
+    for (const Tensor& t : c.list) as_policy_device(list_infos.emplace_back(InputInfo::of(t, predict)));
+    full = decide(P, c.op, infos.view(), list_infos, c.attrs, st, predict);
+    plan.rule = full->rule;
+    plan.policy = full->policy;
+    plan.cast_to = full->cast_to;
+    plan.set_dtype = full->set_dtype;
+    plan.run_without_autocast = full->run_without_autocast;
+  }
+  const detail::CastPlan& d = plan;
 
   size_t record = 0;
   if (ex) {
@@ -108,8 +125,8 @@ void autocast_kernel(OpCall& c, DispatchKeySet keys) {
       if (c.in[i].defined()) r.inputs.push_back(c.in[i].dtype());
     for (const Tensor& t : c.list) r.inputs.push_back(t.dtype());
     r.set_dtype = d.set_dtype;
-    r.predicted = d.output_dtype;
-    r.error = d.error;
+    r.predicted = full->output_dtype;
+    r.error = full->error;
     record = ex->begin(std::move(r));
   }
   struct EndRecord {
@@ -126,7 +143,7 @@ void autocast_kernel(OpCall& c, DispatchKeySet keys) {
     if (c.out[0].defined()) r.output_device = c.out[0].device().type();
   };
 
-  MIXT_CHECK_OP(d.error.empty(), c, "{} (autocast on {})", d.error, device_label(D, P));
+  MIXT_CHECK_OP(!full || full->error.empty(), c, "{} (autocast on {})", full->error, device_label(D, P));
   if (ex && !ex->parameter_uses().empty())
     for (int i = 0; i < c.n_in; ++i) ex->note_use(c.in[i], d.cast_to[static_cast<size_t>(i)]);
   if (d.run_without_autocast) {
@@ -157,11 +174,14 @@ void autocast_kernel(OpCall& c, DispatchKeySet keys) {
   if (!c.list.empty()) {
     list.assign(c.list.begin(), c.list.end());
     for (size_t i = 0; i < list.size(); ++i)
-      if (d.list_cast_to[i] != ScalarType::Undefined) list[i] = cast(list[i], d.list_cast_to[i], c.n_in + static_cast<int>(i));
+      if (full->list_cast_to[i] != ScalarType::Undefined) list[i] = cast(list[i], full->list_cast_to[i], c.n_in + static_cast<int>(i));
     c.list = list;
   }
   if (d.set_dtype != ScalarType::Undefined) c.attrs.dtype = d.set_dtype;
-  dispatch(c);  // with autocast excluded (`casting`): the op and what it calls
+  // The op's own keys below this one: the casts kept every input's device, and an input
+  // they took out of autograd's reach leaves an autograd kernel that passes the call down.
+  // The ops the kernel calls dispatch afresh, with autocast excluded (`casting`).
+  redispatch(c, keys, key);
   finish();
 }
 
