@@ -121,6 +121,14 @@ int64_t check_softmax_backward(const OpCall& c) {
   return wrap_dim(c.attrs.get<attrs::Dim>().dim, y.dim(), op_name(c.op).data());
 }
 
+void check_activation_backward(const OpCall& c) {
+  const Tensor &g = c.in[0], &x = c.in[1];
+  MIXT_CHECK_OP(g.defined() && x.defined(), c, "grad_output and self are required");
+  MIXT_CHECK_OP(is_floating(x.dtype()) && g.dtype() == x.dtype() && g.sizes() == x.sizes() && g.device() == x.device(),
+                c, "expected grad_output and self of one floating dtype, shape and device, got {} and {}",
+                g.describe(), x.describe());
+}
+
 NormBackwardPlan plan_norm_backward(const OpCall& c) {
   NormBackwardPlan p;
   p.layer = c.op == OpId::layer_norm_backward;

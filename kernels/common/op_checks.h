@@ -36,6 +36,9 @@ Shape normalization_stats_shape(const OpCall& c, const Shape& normalized, int n_
 // softmax_backward, log_softmax_backward: grad_output and output are floating tensors of
 // one shape, dtype and device. Returns the wrapped dim.
 int64_t check_softmax_backward(const OpCall& c);
+// gelu_backward, silu_backward: grad_output and self are floating tensors of one shape,
+// dtype and device.
+void check_activation_backward(const OpCall& c);
 
 // layer_norm_backward / rms_norm_backward, checked (Note [Fused backward ops]): grad_y and
 // x floating of one shape, dtype and device; the statistics [x's leading dims] in x's

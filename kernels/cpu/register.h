@@ -16,6 +16,7 @@ void register_matmul_kernels();
 void register_softmax_kernels();
 void register_norm_kernels();
 void register_norm_backward_kernels();
+void register_activation_backward_kernels();  // kernels/cpu/activation_backward.cpp: gelu_backward, silu_backward
 void register_conv_kernels();
 void register_amp_kernels();
 void register_optim_step_kernels();

@@ -18,6 +18,7 @@ void register_cpu_kernels() {
   cpu::register_softmax_kernels();
   cpu::register_norm_kernels();
   cpu::register_norm_backward_kernels();
+  cpu::register_activation_backward_kernels();
   cpu::register_conv_kernels();
   cpu::register_amp_kernels();
   cpu::register_optim_step_kernels();

@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <mixt/kernels/common/backward_math.h>
 #include <mixt/kernels/common/elementwise_ops.h>
 #include <mixt/kernels/cuda/launch.h>
 
@@ -55,6 +56,12 @@ struct TernaryArgs {
   ElementwiseArgs e;
   TernaryOp op = TernaryOp::addcmul;
 };
+// gelu_backward / silu_backward (activation_backward.cu): out = in[0] * f'(in[1]), the
+// inputs grad_output and self (Note [Fused backward ops]).
+struct ActivationBackwardArgs {
+  ElementwiseArgs e;
+  backward_math::ActivationGrad op = backward_math::ActivationGrad::GeluErf;
+};
 
 // Each launcher queues its kernel on `stream` and returns the launch's error
 // (cudaSuccess when nothing was launched); an unsupported op or dtype gives cudaErrorInvalidValue.
@@ -62,6 +69,7 @@ cudaError_t launch_unary(const UnaryArgs& args, cudaStream_t stream);
 cudaError_t launch_binary(const BinaryArgs& args, cudaStream_t stream);
 cudaError_t launch_compare(const CompareArgs& args, cudaStream_t stream);
 cudaError_t launch_ternary(const TernaryArgs& args, cudaStream_t stream);
+cudaError_t launch_activation_backward(const ActivationBackwardArgs& args, cudaStream_t stream);
 
 // Host side (kernels/cuda/binary.cpp), shared by the families' kernels: checks and
 // prepares `call` (its first `n` inputs, a row with list rule `rule`, dtypes `set` and

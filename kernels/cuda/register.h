@@ -22,4 +22,5 @@ void register_masked_select_kernels();  // masked_select, nonzero
 void register_softmax_kernels();  // softmax, log_softmax and their backward kernels
 void register_norm_kernels();     // layer_norm, rms_norm
 void register_norm_backward_kernels();  // layer_norm_backward, rms_norm_backward
+void register_activation_backward_kernels();  // gelu_backward, silu_backward
 }  // namespace mixt::cuda

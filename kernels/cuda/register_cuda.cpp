@@ -25,6 +25,7 @@ void register_cuda_kernels() {
   cuda::register_softmax_kernels();
   cuda::register_norm_kernels();
   cuda::register_norm_backward_kernels();
+  cuda::register_activation_backward_kernels();
   cuda::register_compare_kernels();
   cuda::register_ternary_kernels();
   set_allocator(DeviceType::CUDA, cuda::cuda_allocator());

@@ -1,4 +1,4 @@
-// Meta rules of softmax, the normalizations and im2col / col2im.
+// Meta rules of softmax, the normalizations, the fused backward ops and im2col / col2im.
 #include <mixt/dispatcher/op_check.h>
 #include <mixt/kernels/common/conv_geometry.h>
 #include <mixt/kernels/common/op_checks.h>
@@ -32,6 +32,11 @@ void rms_norm(const OpCall& c, OutputMeta* out) {
 
 void softmax_backward(const OpCall& c, OutputMeta* out) {
   check_softmax_backward(c);
+  out[0] = {c.in[1].sizes(), c.in[1].dtype()};
+}
+
+void activation_backward(const OpCall& c, OutputMeta* out) {
+  check_activation_backward(c);
   out[0] = {c.in[1].sizes(), c.in[1].dtype()};
 }
 

@@ -6,6 +6,7 @@
 
 #include <mixt/kernels/common/elementwise_ops.h>
 #include <mixt/runtime/autograd/derivatives.h>
+#include <mixt/runtime/ops/nn.h>
 
 namespace mixt::autograd {
 namespace {
@@ -50,23 +51,15 @@ Grads sigmoid_bw(const BackwardContext& c, const Grads& g) {
   return {mul(G(g), mul(y, sub(1, y)))};
 }
 Grads relu_bw(const BackwardContext& c, const Grads& g) { return {mul(G(g), gt(c.output(0), 0))}; }
+// gelu and silu: one fused backward op each (Note [Fused backward ops]).
 Grads gelu_bw(const BackwardContext& c, const Grads& g) {
   const Tensor x = c.input(0);
-  if (c.attrs().get<attrs::Gelu>().approximate == GeluApprox::Tanh) {
-    const double k = std::sqrt(2.0 / std::numbers::pi), a = 0.044715;
-    const Tensor x2 = mul(x, x);
-    const Tensor t = tanh(mul(mul(x, add(mul(x2, a), 1)), k));
-    const Tensor dinner = mul(add(mul(x2, 3 * a), 1), k);
-    const Tensor d = add(mul(add(t, 1), 0.5), mul(mul(mul(x, sub(1, mul(t, t))), dinner), 0.5));
-    return {mul(G(g), d)};
-  }
-  const Tensor cdf = mul(add(erf(mul(x, 1.0 / std::numbers::sqrt2)), 1), 0.5);
-  const Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), 1.0 / std::sqrt(2 * std::numbers::pi));
-  return {mul(G(g), add(cdf, mul(x, pdf)))};
+  const bool tanh = c.attrs().get<attrs::Gelu>().approximate == GeluApprox::Tanh;
+  return {nn::functional::gelu_backward(G(g).to(x.dtype()), x, tanh ? "tanh" : "none")};
 }
 Grads silu_bw(const BackwardContext& c, const Grads& g) {
-  const Tensor x = c.input(0), s = sigmoid(x);
-  return {mul(G(g), mul(s, add(mul(x, sub(1, s)), 1)))};
+  const Tensor x = c.input(0);
+  return {nn::functional::silu_backward(G(g).to(x.dtype()), x)};
 }
 Grads softplus_bw(const BackwardContext& c, const Grads& g) {
   const auto& a = c.attrs().get<attrs::Softplus>();

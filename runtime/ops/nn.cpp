@@ -31,10 +31,10 @@ Shape per_dim(const Shape& l, int rank, const char* op, const char* what) {
   return l.size() == 1 ? Shape::filled(rank, l[0]) : l;
 }
 
-GeluApprox gelu_approx(std::string_view approximate) {
+GeluApprox gelu_approx(std::string_view approximate, const char* op = "gelu") {
   if (approximate == "none") return GeluApprox::None;
   if (approximate == "tanh") return GeluApprox::Tanh;
-  MIXT_FAIL("gelu", "approximate must be \"none\" or \"tanh\" (got \"{}\")", approximate);
+  MIXT_FAIL(op, "approximate must be \"none\" or \"tanh\" (got \"{}\")", approximate);
 }
 
 }  // namespace
@@ -204,6 +204,17 @@ Tensor softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t
 Tensor log_softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim) {
   OpCall c = make_call(OpId::log_softmax_backward, {grad_output, output});
   c.attrs.get<attrs::Dim>().dim = dim;
+  return call_op(c);
+}
+
+Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
+  OpCall c = make_call(OpId::gelu_backward, {grad_output, self});
+  c.attrs.get<attrs::Gelu>().approximate = gelu_approx(approximate, "gelu_backward");
+  return call_op(c);
+}
+
+Tensor silu_backward(const Tensor& grad_output, const Tensor& self) {
+  OpCall c = make_call(OpId::silu_backward, {grad_output, self});
   return call_op(c);
 }
 

@@ -90,6 +90,10 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
 // result; the gradient comes back in its dtype.
 Tensor softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim);
 Tensor log_softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim);
+// The fused backward kernels of gelu and silu (the same note): grad_output times the
+// derivative at `self`, the forward's input; the gradient comes back in self's dtype.
+Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_view approximate = "none");
+Tensor silu_backward(const Tensor& grad_output, const Tensor& self);
 // The gradients of a normalization: input in x's dtype, weight and bias in x's
 // accumulate type (float32, float64 for float64); each is undefined unless asked for.
 struct NormGrads {

@@ -145,6 +145,27 @@ void add_softmax_backward_cases(Builder& b) {
       .with([](const Refs& in, ScalarType) { return ref::softmax_backward(in[0], in[1], 1, true); }, {0.5, 4, 5});
 }
 
+void add_activation_backward_cases(Builder& b) {
+  auto times = [](std::function<double(double)> derivative) {
+    return [derivative](const Refs& in, ScalarType) {
+      return ref::zip(in[0], in[1], [&](double g, double x) { return g * derivative(x); });
+    };
+  };
+  // Within 6 roundings of the compute type at |g| (|Phi| + |x phi|) <= 2 (1 + 0.25) (Note [Fused
+  // backward ops]: the bound is in ulps of the terms, which cancel near x = -0.75).
+  b.add("gelu_backward", OpId::gelu_backward, F, F, inputs({{{3, 5}, -2, 2}, {{3, 5}, -4, 4}}),
+        run([](const Ins& in) { return nnf::gelu_backward(in[0], in[1]); }))
+      .with(times([](double x) { return ref::gelu_derivative(x, false); }), {0.5, 6, 2.5});
+  // The tanh form adds 4 |2z| roundings (|2z| <= 6.7 for |x| <= 3: z's rounding, through exp(2z)).
+  b.add("gelu_backward/tanh", OpId::gelu_backward, F, F, inputs({{{3, 5}, -2, 2}, {{3, 5}, -3, 3}}),
+        run([](const Ins& in) { return nnf::gelu_backward(in[0], in[1], "tanh"); }))
+      .with(times([](double x) { return ref::gelu_derivative(x, true); }), {0.5, 33, 2.5});
+  // s (1 + x (1 - s)): terms up to 1 + 0.3, times |g| <= 2.
+  b.add("silu_backward", OpId::silu_backward, F, F, inputs({{{3, 5}, -2, 2}, {{3, 5}, -6, 6}}),
+        run([](const Ins& in) { return nnf::silu_backward(in[0], in[1]); }))
+      .with(times(ref::silu_derivative), {0.5, 6, 2.6});
+}
+
 constexpr double kNormEps = 1e-5;
 
 // grad_y and x (data in dt) over `normalized` trailing dims, the statistics of x as layer_norm
@@ -613,6 +634,7 @@ void add_nn_cases(Builder& b) {
   add_softmax_cases(b);
   add_norm_cases(b);
   add_softmax_backward_cases(b);
+  add_activation_backward_cases(b);
   add_norm_backward_cases(b);
   add_dropout_cases(b);
   add_class_loss_cases(b);

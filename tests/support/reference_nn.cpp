@@ -83,6 +83,18 @@ Vec norm_rows(const Vec& x, int64_t cols, double eps, const Vec& w, const Vec& b
   return y;
 }
 
+double gelu_derivative(double x, bool tanh) {
+  const double pi = std::acos(-1.0);
+  if (!tanh) return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * pi);
+  const double k = std::sqrt(2 / pi), c = 0.044715, t = std::tanh(k * (x + c * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * c * x * x);
+}
+
+double silu_derivative(double x) {
+  const double s = 1 / (1 + std::exp(-x));
+  return s * (1 + x * (1 - s));
+}
+
 Ref softmax_backward(const Ref& g, const Ref& y, int64_t dim, bool log) {
   const Sizes& s = y.sizes;
   const auto [outer, n, inner] = lines_along(s, dim);

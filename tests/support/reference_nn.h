@@ -22,6 +22,10 @@ Ref rms_norm(const Ref& x, int64_t normalized, const Vec& w, double eps);
 // output y: the vector-Jacobian product with the Jacobian written out element by element
 // (d y_j / d x_i = y_j (delta_ij - y_i); for log_softmax delta_ij - exp(y_i)).
 Ref softmax_backward(const Ref& g, const Ref& y, int64_t dim, bool log);
+// d/dx of gelu (exact: Phi(x) + x phi(x); with `tanh`, of PyTorch's tanh approximation
+// 0.5 x (1 + tanh(k (x + 0.044715 x^3)))) and of silu (s (1 + x (1 - s)), s = sigmoid(x)).
+double gelu_derivative(double x, bool tanh);
+double silu_derivative(double x);
 // The gradients of layer_norm (rms_norm with `rms`) over rows of `cols` with eps, from the output
 // gradient g: which = 0 for x (through the Jacobian of xhat = (x - mean) / sqrt(var + eps),
 // written out element by element), 1 for the weight (sum over rows of g * xhat), 2 for the bias
