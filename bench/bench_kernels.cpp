@@ -169,6 +169,15 @@ int run_kernels(const cli::Args& args) {
     row("rms_norm_backward" + s, 1.5 * bytes, median_seconds(device, reps, inner, [&] {
           (void)F::rms_norm_backward(g, x, {z.cols}, rstd, w);
         }), 0);
+    // gelu's and silu's (read the gradient and x, write x's gradient), and gelu's former autograd
+    // composite (its elementwise ops in x's dtype), for the ratio.
+    row("gelu_backward" + s, 1.5 * bytes, median_seconds(device, reps, inner, [&] { (void)F::gelu_backward(g, x); }), 0);
+    row("gelu_backward as separate ops" + s, 1.5 * bytes, median_seconds(device, reps, inner, [&] {
+          const Tensor cdf = mul(add(erf(mul(x, 0.70710678118654752)), 1), 0.5);
+          const Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), 0.39894228040143267794);
+          (void)mul(g, add(cdf, mul(x, pdf)));
+        }), 0);
+    row("silu_backward" + s, 1.5 * bytes, median_seconds(device, reps, inner, [&] { (void)F::silu_backward(g, x); }), 0);
   }
 
   // ---- the fused multi-tensor ops ----
