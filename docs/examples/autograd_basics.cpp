@@ -75,8 +75,8 @@ int main() {
   for (int i = 0; i < 3; ++i)
     example::require(g[i] == (after[i] > 0 ? 0.1f : -0.1f), "the clipped gradient through bfloat16");
 
-  // softmax, log_softmax, layer_norm and rms_norm differentiate through one fused backward op
-  // each; called directly, softmax_backward gives what autograd gives.
+  // softmax, log_softmax, layer_norm, rms_norm, gelu and silu differentiate through one fused
+  // backward op each; called directly, softmax_backward gives what autograd gives.
   namespace F = nn::functional;
   Tensor logits = from_vector(std::vector<float>{1.0f, -0.5f, 2.0f, 0.25f}, {2, 2}).requires_grad_();
   const Tensor probs = F::softmax(logits, 1), upstream = from_vector(std::vector<float>{1, 0, 0, 1}, {2, 2});
@@ -85,5 +85,13 @@ int main() {
   std::printf("softmax's gradient %s (softmax_backward: %s)\n", logits.grad().str().c_str(), direct.str().c_str());
   example::require(logits.grad().to_vector<float>() == direct.to_vector<float>(),
                    "autograd runs softmax_backward");
+  // gelu and silu likewise: gelu_backward(upstream, x) is upstream times gelu's slope at x.
+  Tensor a = from_vector(std::vector<float>{-3.0f, -0.5f, 0.0f, 2.0f}, {4}).requires_grad_();
+  const Tensor up = full({4}, 2.0);
+  sum(mul(F::gelu(a), up)).backward();
+  const Tensor gelu_direct = F::gelu_backward(up, a.detach());
+  std::printf("gelu's gradient %s (gelu_backward: %s)\n", a.grad().str().c_str(), gelu_direct.str().c_str());
+  example::require(a.grad().to_vector<float>() == gelu_direct.to_vector<float>(), "autograd runs gelu_backward");
+  example::require(gelu_direct.to_vector<float>()[2] == 1.0f, "gelu's slope at 0 is 1/2");
   return 0;
 }
