@@ -87,6 +87,7 @@ const std::vector<OpSpec>& op_specs() {
       {"silu", "silu f32", unary_f32, kUlps, [](Inputs& in) { return F::silu(in.x); }},
       {"gelu", "gelu f32 (erf)", unary_f32, kUlps, [](Inputs& in) { return F::gelu(in.x); }},
       {"gelu_tanh", "gelu f32 (tanh)", unary_f32, kUlps, [](Inputs& in) { return F::gelu(in.x, "tanh"); }},
+      {"pow", "pow f32 (x ^ 2.5)", unary_f32, kUlps, [](Inputs& in) { return pow(in.x, 2.5); }},
       {"softmax", "softmax f32 dim 1", unary_f32, {.atol = 1e-9, .rtol = 1e-5},
        [](Inputs& in) { return F::softmax(in.x, 1); }},
       {"softmax_bf16", "softmax bf16 dim 1", unary_bf16, {.atol = 1e-7, .rtol = 1.0 / 128},

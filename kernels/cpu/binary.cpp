@@ -6,6 +6,7 @@
 #include <mixt/kernels/common/elementwise_attrs.h>
 #include <mixt/kernels/cpu/elementwise_loops.h>
 #include <mixt/kernels/cpu/register.h>
+#include <mixt/kernels/cpu/vec/map_unary.h>
 
 namespace mixt::cpu {
 namespace {
@@ -19,8 +20,9 @@ bool rhs_violates_check(const Elementwise& e, RhsCheck check) {
   return any_element<T>(e.inputs[1], [check](M v) { return rhs_violates(check, v); });
 }
 
-// The kernel of a binary row of the list.
-template <class Maker, EwRule Rule, uint32_t Set>
+// The kernel of a binary row of the list. kVecPow: pow, whose float32, float16 and
+// bfloat16 inputs take the vector path (docs/notes/cpu-vectorisation.md).
+template <class Maker, EwRule Rule, uint32_t Set, bool kVecPow>
 void binary_kernel(OpCall& c, DispatchKeySet) {
   check_elementwise_call(c);
   Elementwise e = prepare_elementwise(c, 2, elementwise_options(c, 2, Rule, Set));
@@ -32,7 +34,11 @@ void binary_kernel(OpCall& c, DispatchKeySet) {
       if (e.is_scalar[0] && e.is_scalar[1]) materialize_scalar(e, 0);
       MIXT_CHECK_OP(!rhs_violates_check<T>(e, check), c, "{}", rhs_check_text(check));
     }
-    Maker::template with<T>(p, [&](auto f) { run_binary<T, T>(e, f); });
+    if constexpr (kVecPow && kVecUnaryType<T>) {
+      map_binary_vec<T>(e, [](const float* a, const float* b, float* r, size_t m) { vec::pow_math(a, b, r, m); });
+    } else {
+      Maker::template with<T>(p, [&](auto f) { run_binary<T, T>(e, f); });
+    }
   });
   finish_elementwise(c, e);
 }
@@ -42,7 +48,8 @@ void binary_kernel(OpCall& c, DispatchKeySet) {
 void register_binary_kernels() {
   using namespace dtypes;
 #define MIXT_EW_REGISTER(name, inplace, Maker, Rule, Set) \
-  register_elementwise(OpId::name, inplace, DispatchKey::CPU, binary_kernel<Maker, EwRule::Rule, Set>);
+  register_elementwise(OpId::name, inplace, DispatchKey::CPU,      \
+                       binary_kernel<Maker, EwRule::Rule, Set, OpId::name == OpId::pow>);
   MIXT_ELEMENTWISE_BINARY(MIXT_EW_REGISTER)
 #undef MIXT_EW_REGISTER
 }

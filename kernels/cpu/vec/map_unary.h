@@ -1,15 +1,20 @@
 // The vector path of the unary elementwise kernels (kernels/cpu/unary.cpp): which ops
-// have one (vec_unary_op), and the loop that runs it over a strided layout. Every
+// have one (vec_unary_op), and the loop that runs it over a strided layout; and the
+// binary loop of pow's (kernels/cpu/binary.cpp). Every
 // layout goes through the same vector function (contiguous float32 runs directly,
 // other runs in blocks gathered to float32), so a tensor's values do not depend on
 // its strides.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <span>
 #include <type_traits>
 
 #include <mixt/dispatcher/op.h>
 #include <mixt/kernels/common/convert.h>
+#include <mixt/kernels/common/elementwise.h>
+#include <mixt/kernels/cpu/elementwise_loops.h>
 #include <mixt/kernels/common/strided_layout.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/vec/convert.h>
@@ -83,6 +88,60 @@ void map_unary_vec(const Tensor& out, const Tensor& in, vec::UnaryMath op, const
         }
       }
       for (int64_t i = 0; i < m; ++i) *reinterpret_cast<T*>(dst + i * s[0]) = convert<T>(buf[i]);
+    }
+  });
+}
+
+// out = fn(a, b) elementwise for storage type T (float, Half or BFloat16), where fn maps
+// float32 arrays (fn(a, b, out, m)). Each operand is a tensor of T broadcast to out's
+// shape or, where e.is_scalar, a scalar value. As map_unary_vec: every layout goes
+// through fn in float32 blocks, so values do not depend on strides.
+template <class T, class Fn>
+void map_binary_vec(const Elementwise& e, Fn&& fn) {
+  OperandGeometry geom[3] = {{&e.out.sizes(), &e.out.strides(), e.out.element_size()}, {}, {}};
+  char* base[3] = {static_cast<char*>(e.out.data_ptr()), nullptr, nullptr};
+  int slot[2] = {-1, -1};  // operand index of input j in the layout; -1: a scalar
+  float scalar[2] = {0, 0};
+  int k = 1;
+  for (int j = 0; j < 2; ++j) {
+    if (e.is_scalar[j]) {
+      scalar[j] = static_cast<float>(scalar_value<T>(e.scalars[j]));
+      continue;
+    }
+    const Tensor& t = e.inputs[j];
+    geom[k] = {&t.sizes(), &t.strides(), t.element_size()};
+    base[k] = static_cast<char*>(t.data_ptr());
+    slot[j] = k++;
+  }
+  const StridedLayout L = make_strided_layout(e.out.sizes(), std::span<const OperandGeometry>(geom, static_cast<size_t>(k)));
+  for_each(L, base, [&](char** ptr, const int64_t* s, int64_t n) {
+    constexpr int64_t kBlock = 512;
+    alignas(64) float in[2][kBlock], res[kBlock];
+    for (int j = 0; j < 2; ++j)
+      if (slot[j] < 0) std::fill(in[j], in[j] + kBlock, scalar[j]);
+    for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+      const int64_t m = n - i0 < kBlock ? n - i0 : kBlock;
+      for (int j = 0; j < 2; ++j) {
+        if (slot[j] < 0) continue;
+        const int64_t st = s[slot[j]];
+        const char* src = ptr[slot[j]] + i0 * st;
+        if constexpr (!std::is_same_v<T, float>) {
+          if (st == static_cast<int64_t>(sizeof(T))) {
+            vec::to_float(reinterpret_cast<const T*>(src), in[j], static_cast<size_t>(m));
+            continue;
+          }
+        }
+        for (int64_t i = 0; i < m; ++i) in[j][i] = static_cast<float>(*reinterpret_cast<const T*>(src + i * st));
+      }
+      fn(in[0], in[1], res, static_cast<size_t>(m));
+      char* dst = ptr[0] + i0 * s[0];
+      if constexpr (!std::is_same_v<T, float>) {
+        if (s[0] == static_cast<int64_t>(sizeof(T))) {
+          vec::from_float(res, reinterpret_cast<T*>(dst), static_cast<size_t>(m));
+          continue;
+        }
+      }
+      for (int64_t i = 0; i < m; ++i) *reinterpret_cast<T*>(dst + i * s[0]) = convert<T>(res[i]);
     }
   });
 }

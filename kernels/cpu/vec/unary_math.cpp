@@ -1,4 +1,4 @@
-// Vectorised unary math (unary_math.h), compiled once per instruction set: the worked
+// Vectorised unary math and pow (unary_math.h), compiled once per instruction set: the worked
 // example of the pattern described in dispatch.h. Highway's contrib/math gives exp,
 // expm1, log, log1p, sin, cos and tanh; erf and erfc are mixt's (erf_lanes-inl.h), and
 // every function here adds the IEEE special values Highway leaves out.
@@ -173,6 +173,57 @@ HWY_NOINLINE void Run(const UnaryMathParams& p, const float* in, float* out, siz
   });
 }
 
+// pow(x, y) on float lanes as C's powf: |x|^y = exp(y log|x|) taken in double, so the
+// float result is the correctly rounded one unless it lies within ~1e-13 (relative) of a
+// rounding boundary; then the signs and special values of C99 (Annex F). `dh` holds as
+// many floats as a double vector holds doubles.
+template <class DH, class V>
+HWY_INLINE V PowLanes(DH dh, V x, V y) {
+  const hn::Rebind<double, DH> dd;
+  const hn::RebindToSigned<DH> di;
+  const auto ax = hn::PromoteTo(dd, hn::Abs(x));
+  auto l = hn::Log(dd, ax);
+  l = hn::IfThenElse(hn::Eq(ax, hn::Zero(dd)), hn::Neg(hn::Inf(dd)), l);
+  l = hn::IfThenElse(hn::Eq(ax, hn::Inf(dd)), ax, l);
+  // e^+-200 is finite in double and overflows (underflows) every float: the clamp keeps
+  // Exp in its range without changing a float result (NaN lanes are set below).
+  const auto t = hn::Min(hn::Max(hn::Mul(hn::PromoteTo(dd, y), l), hn::Set(dd, -200.0)), hn::Set(dd, 200.0));
+  const auto e = hn::Exp(dd, t);
+  // Round-to-nearest sends e from 2^128 - 2^103 up to +Inf; some targets' demotion
+  // saturates at FLT_MAX instead, so the overflow is set here.
+  const auto big = hn::IfThenElseZero(hn::Ge(e, hn::Set(dd, 3.4028235677973366e38)), hn::Set(dd, 1.0));
+  const auto overflow = hn::Eq(hn::DemoteTo(dh, big), hn::Set(dh, 1.0f));  // the mask in float lanes
+  V r = hn::IfThenElse(overflow, hn::Inf(dh), hn::DemoteTo(dh, e));
+  // y is an integer (every float from 2^23 on is; those from 2^24 on are even), and odd.
+  const auto y_int = hn::Eq(hn::Round(y), y);
+  const auto y_small = hn::Lt(hn::Abs(y), hn::Set(dh, 16777216.0f));
+  const auto yi = hn::ConvertTo(di, hn::IfThenElseZero(y_small, y));
+  const auto y_odd = hn::And(hn::And(y_int, y_small),
+                             hn::RebindMask(dh, hn::Eq(hn::And(yi, hn::Set(di, 1)), hn::Set(di, 1))));
+  const auto x_negative = hn::RebindMask(dh, hn::Lt(hn::BitCast(di, x), hn::Zero(di)));  // sign bit: -0 too
+  r = hn::IfThenElse(hn::And(y_odd, x_negative), hn::Neg(r), r);
+  const auto finite = hn::And(hn::IsFinite(x), hn::IsFinite(y));
+  r = hn::IfThenElse(hn::And(hn::And(hn::Lt(x, hn::Zero(dh)), finite), hn::Not(y_int)), hn::NaN(dh), r);
+  r = hn::IfThenElse(hn::Or(hn::IsNaN(x), hn::IsNaN(y)), hn::NaN(dh), r);
+  const V one = hn::Set(dh, 1.0f);
+  const auto is_one = hn::Or(hn::Or(hn::Eq(y, hn::Zero(dh)), hn::Eq(x, one)),
+                             hn::And(hn::Eq(x, hn::Neg(one)), hn::IsInf(y)));
+  return hn::IfThenElse(is_one, one, r);
+}
+
+HWY_NOINLINE void PowF32(const float* x, const float* y, float* out, size_t n) {
+  const hn::Rebind<float, hn::ScalableTag<double>> dh;
+  const size_t N = hn::Lanes(dh);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(PowLanes(dh, hn::LoadU(dh, x + i), hn::LoadU(dh, y + i)), dh, out + i);
+  if (i < n) {
+    HWY_ALIGN float xt[hn::MaxLanes(dh)] = {}, yt[hn::MaxLanes(dh)] = {}, rt[hn::MaxLanes(dh)];
+    for (size_t j = i; j < n; ++j) xt[j - i] = x[j], yt[j - i] = y[j];
+    hn::Store(PowLanes(dh, hn::Load(dh, xt), hn::Load(dh, yt)), dh, rt);
+    for (size_t j = i; j < n; ++j) out[j] = rt[j - i];
+  }
+}
+
 void UnaryMathF32(UnaryMath op, const UnaryMathParams& p, const float* in, float* out, size_t n) {
   switch (op) {
 #define MIXT_VEC_CASE(name) \
@@ -196,7 +247,16 @@ namespace mixt::cpu::vec {
 namespace {
 using UnaryMathFn = void (*)(UnaryMath, const UnaryMathParams&, const float*, float*, size_t);
 const IsaTable<UnaryMathFn> kUnaryMath = MIXT_VEC_TABLE(UnaryMathF32);
+using PowFn = void (*)(const float*, const float*, float*, size_t);
+const IsaTable<PowFn> kPow = MIXT_VEC_TABLE(PowF32);
 }  // namespace
+
+void pow_math(const float* x, const float* y, float* out, size_t n) { kPow.get()(x, y, out, n); }
+
+void pow_math(const float* x, const float* y, float* out, size_t n, Isa isa) {
+  MIXT_CHECK(isa_supported(isa), "pow_math", "instruction set '{}' is not supported by this CPU", isa_name(isa));
+  kPow.get(isa)(x, y, out, n);
+}
 
 void unary_math(UnaryMath op, const UnaryMathParams& p, const float* in, float* out, size_t n) {
   kUnaryMath.get()(op, p, in, out, n);

@@ -1,4 +1,4 @@
-// Vectorised unary math on float32 (kernels/cpu/vec/unary_math.cpp): the functions of
+// Vectorised unary math (and pow) on float32 (kernels/cpu/vec/unary_math.cpp): the functions of
 // the unary op list (kernels/common/elementwise_ops.h) the CPU runs in SIMD lanes, with
 // the error bounds of docs/notes/cpu-vectorisation.md, Note [Vector math accuracy].
 // Plain C++: no Highway here.
@@ -28,5 +28,10 @@ struct UnaryMathParams {
 void unary_math(UnaryMath op, const UnaryMathParams& p, const float* in, float* out, size_t n);
 // The same on the given instruction set (tests; `isa` must be supported).
 void unary_math(UnaryMath op, const UnaryMathParams& p, const float* in, float* out, size_t n, Isa isa);
+
+// out[i] = pow(x[i], y[i]) for i < n, C's powf with its special values, within 1 ulp
+// (Note [Vector math accuracy]); `x` or `y` may equal `out`.
+void pow_math(const float* x, const float* y, float* out, size_t n);
+void pow_math(const float* x, const float* y, float* out, size_t n, Isa isa);
 
 }  // namespace mixt::cpu::vec
