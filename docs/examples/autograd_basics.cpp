@@ -87,7 +87,7 @@ int main() {
                    "autograd runs softmax_backward");
   // gelu and silu likewise: gelu_backward(upstream, x) is upstream times gelu's slope at x.
   Tensor a = from_vector(std::vector<float>{-3.0f, -0.5f, 0.0f, 2.0f}, {4}).requires_grad_();
-  const Tensor up = full({4}, 2.0);
+  const Tensor up = from_vector(std::vector<float>{2, 2, 2, 2}, {4});
   sum(mul(F::gelu(a), up)).backward();
   const Tensor gelu_direct = F::gelu_backward(up, a.detach());
   std::printf("gelu's gradient %s (gelu_backward: %s)\n", a.grad().str().c_str(), gelu_direct.str().c_str());
