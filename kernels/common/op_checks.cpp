@@ -112,22 +112,24 @@ Shape normalization_stats_shape(const OpCall& c, const Shape& normalized, int n_
   return stats;
 }
 
+namespace {
+// A fused backward op's two inputs: grad_output and `second` (the forward's output or input),
+// both present, of one floating dtype, shape and device.
+void check_gradient_pair(const OpCall& c, const char* second) {
+  const Tensor &g = c.in[0], &t = c.in[1];
+  MIXT_CHECK_OP(g.defined() && t.defined(), c, "grad_output and {} are required", second);
+  MIXT_CHECK_OP(is_floating(t.dtype()) && g.dtype() == t.dtype() && g.sizes() == t.sizes() && g.device() == t.device(),
+                c, "expected grad_output and {} of one floating dtype, shape and device, got {} and {}", second,
+                g.describe(), t.describe());
+}
+}  // namespace
+
 int64_t check_softmax_backward(const OpCall& c) {
-  const Tensor &g = c.in[0], &y = c.in[1];
-  MIXT_CHECK_OP(g.defined() && y.defined(), c, "grad_output and output are required");
-  MIXT_CHECK_OP(is_floating(y.dtype()) && g.dtype() == y.dtype() && g.sizes() == y.sizes() && g.device() == y.device(),
-                c, "expected grad_output and output of one floating dtype, shape and device, got {} and {}",
-                g.describe(), y.describe());
-  return wrap_dim(c.attrs.get<attrs::Dim>().dim, y.dim(), op_name(c.op).data());
+  check_gradient_pair(c, "output");
+  return wrap_dim(c.attrs.get<attrs::Dim>().dim, c.in[1].dim(), op_name(c.op).data());
 }
 
-void check_activation_backward(const OpCall& c) {
-  const Tensor &g = c.in[0], &x = c.in[1];
-  MIXT_CHECK_OP(g.defined() && x.defined(), c, "grad_output and self are required");
-  MIXT_CHECK_OP(is_floating(x.dtype()) && g.dtype() == x.dtype() && g.sizes() == x.sizes() && g.device() == x.device(),
-                c, "expected grad_output and self of one floating dtype, shape and device, got {} and {}",
-                g.describe(), x.describe());
-}
+void check_activation_backward(const OpCall& c) { check_gradient_pair(c, "self"); }
 
 NormBackwardPlan plan_norm_backward(const OpCall& c) {
   NormBackwardPlan p;

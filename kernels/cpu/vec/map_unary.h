@@ -117,8 +117,8 @@ void map_binary_vec(const Elementwise& e, Fn&& fn) {
   for_each(L, base, [&](char** ptr, const int64_t* s, int64_t n) {
     constexpr int64_t kBlock = 512;
     alignas(64) float in[2][kBlock], res[kBlock];
-    for (int j = 0; j < 2; ++j)
-      if (slot[j] < 0) std::fill(in[j], in[j] + kBlock, scalar[j]);
+    for (int j = 0; j < 2; ++j)  // a scalar fills only what this run reads (runs may be short)
+      if (slot[j] < 0) std::fill(in[j], in[j] + std::min(n, kBlock), scalar[j]);
     for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
       const int64_t m = n - i0 < kBlock ? n - i0 : kBlock;
       for (int j = 0; j < 2; ++j) {
