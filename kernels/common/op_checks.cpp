@@ -131,6 +131,41 @@ int64_t check_softmax_backward(const OpCall& c) {
 
 void check_activation_backward(const OpCall& c) { check_gradient_pair(c, "self"); }
 
+CrossEntropyRowsPlan plan_cross_entropy_rows(const OpCall& c) {
+  CrossEntropyRowsPlan p;
+  const bool backward = c.op == OpId::cross_entropy_rows_backward;
+  if (backward) p.grad = 0, p.logits = 1, p.target = 2, p.lse = 3;
+  const int weight_at = backward ? 4 : 2;
+  if (weight_at < c.n_in && c.in[weight_at].defined()) p.weight = weight_at;
+  for (int i = 0; i < weight_at; ++i) MIXT_CHECK_OP(c.in[i].defined(), c, "input {} is undefined", i);
+  const Tensor &x = c.in[p.logits], &t = c.in[p.target];
+  MIXT_CHECK_OP(is_floating(x.dtype()) && x.dim() == 2 && x.size(1) >= 1, c,
+                "expected floating logits [N, C] with C >= 1, got {}", x.describe());
+  p.rows = x.size(0), p.classes = x.size(1);
+  p.logits_dtype = x.dtype(), p.acc_dtype = accumulate_type(x.dtype());
+  MIXT_CHECK_OP((t.dtype() == kInt64 || t.dtype() == kInt32) && t.dim() == 1 && t.size(0) == p.rows, c,
+                "expected an int64 or int32 target [{}] for logits {}, got {}", p.rows, x.describe(), t.describe());
+  const auto per_row = [&](int i, const char* name) {
+    const Tensor& v = c.in[i];
+    MIXT_CHECK_OP(v.dtype() == p.acc_dtype && v.dim() == 1 && v.size(0) == p.rows, c,
+                  "expected {} [{}] of dtype {} for logits {}, got {}", name, p.rows, p.acc_dtype, x.describe(),
+                  v.describe());
+  };
+  if (backward) per_row(p.grad, "grad_loss"), per_row(p.lse, "lse");
+  if (p.weight >= 0) {
+    const Tensor& w = c.in[p.weight];
+    MIXT_CHECK_OP(w.dtype() == p.acc_dtype && w.dim() == 1 && w.size(0) == p.classes, c,
+                  "expected a weight [{}] of dtype {} for logits {}, got {}", p.classes, p.acc_dtype, x.describe(),
+                  w.describe());
+  }
+  for (int i = 0; i < c.n_in; ++i)
+    MIXT_CHECK_OP(!c.in[i].defined() || c.in[i].device() == x.device(), c, "expected every input on {}, got {}",
+                  x.device(), c.in[i].describe());
+  const double s = c.attrs.get<attrs::CrossEntropy>().label_smoothing;
+  MIXT_CHECK_OP(s >= 0.0 && s <= 1.0, c, "label_smoothing must be between 0.0 and 1.0, got {}", s);
+  return p;
+}
+
 NormBackwardPlan plan_norm_backward(const OpCall& c) {
   NormBackwardPlan p;
   p.layer = c.op == OpId::layer_norm_backward;

@@ -53,4 +53,15 @@ struct NormBackwardPlan {
 };
 NormBackwardPlan plan_norm_backward(const OpCall& c);
 
+// cross_entropy_rows and cross_entropy_rows_backward (Note [Fused cross-entropy]), checked:
+// logits floating [N, C] (C >= 1); target [N] int64 or int32; the weight (when given) [C] in
+// the logits' accumulate type; label_smoothing in [0, 1]; for the backward, grad_loss and lse
+// [N] in the accumulate type. Every tensor on the logits' device.
+struct CrossEntropyRowsPlan {
+  int64_t rows = 0, classes = 0;
+  int logits = 0, target = 1, lse = -1, grad = -1, weight = -1;  // input positions (-1: none)
+  ScalarType logits_dtype = ScalarType::Undefined, acc_dtype = ScalarType::Undefined;
+};
+CrossEntropyRowsPlan plan_cross_entropy_rows(const OpCall& c);
+
 }  // namespace mixt

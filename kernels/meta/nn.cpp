@@ -40,6 +40,15 @@ void activation_backward(const OpCall& c, OutputMeta* out) {
   out[0] = {c.in[1].sizes(), c.in[1].dtype()};
 }
 
+void cross_entropy_rows(const OpCall& c, OutputMeta* out) {
+  const CrossEntropyRowsPlan p = plan_cross_entropy_rows(c);
+  if (c.op == OpId::cross_entropy_rows) {
+    out[0] = out[1] = {{p.rows}, p.acc_dtype};
+  } else {
+    out[0] = {{p.rows, p.classes}, p.logits_dtype};
+  }
+}
+
 void norm_backward(const OpCall& c, OutputMeta* out) {
   const NormBackwardPlan p = plan_norm_backward(c);
   const Shape& normalized = c.attrs.get<attrs::NormBackward>().normalized_shape;

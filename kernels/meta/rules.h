@@ -79,6 +79,7 @@ void softmax(const OpCall&, OutputMeta*);  // softmax, log_softmax
 void layer_norm(const OpCall&, OutputMeta*);
 void rms_norm(const OpCall&, OutputMeta*);
 void softmax_backward(const OpCall&, OutputMeta*);  // softmax_backward, log_softmax_backward
+void cross_entropy_rows(const OpCall&, OutputMeta*);  // cross_entropy_rows and its backward
 void activation_backward(const OpCall&, OutputMeta*);  // gelu_backward, silu_backward
 void norm_backward(const OpCall&, OutputMeta*);     // layer_norm_backward, rms_norm_backward
 void im2col(const OpCall&, OutputMeta*);
