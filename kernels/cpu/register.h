@@ -14,6 +14,7 @@ void register_scan_kernels();
 void register_index_kernels();
 void register_matmul_kernels();
 void register_softmax_kernels();
+void register_cross_entropy_kernels();  // kernels/cpu/cross_entropy.cpp: cross_entropy_rows and its backward
 void register_norm_kernels();
 void register_norm_backward_kernels();
 void register_activation_backward_kernels();  // kernels/cpu/activation_backward.cpp: gelu_backward, silu_backward

@@ -16,6 +16,7 @@ void register_cpu_kernels() {
   cpu::register_index_kernels();
   cpu::register_matmul_kernels();
   cpu::register_softmax_kernels();
+  cpu::register_cross_entropy_kernels();
   cpu::register_norm_kernels();
   cpu::register_norm_backward_kernels();
   cpu::register_activation_backward_kernels();

@@ -1,8 +1,9 @@
-// Backward formulas of the nn kernels: softmax, log_softmax, layer_norm and rms_norm
-// call their fused backward ops; im2col and col2im are each other's adjoint. The node
+// Backward formulas of the nn kernels: softmax, log_softmax, layer_norm, rms_norm and
+// cross_entropy_rows call their fused backward ops; im2col and col2im are each other's adjoint. The node
 // casts each gradient back to its input's dtype. The composite nn ops (losses,
 // batch/group norm, attention, convolutions) need none.
 #include <mixt/runtime/autograd/derivatives.h>
+#include <mixt/runtime/check.h>
 #include <mixt/runtime/error.h>
 #include <mixt/runtime/ops/nn.h>
 
@@ -47,6 +48,20 @@ Grads rms_norm_bw(const BackwardContext& c, const Grads& g) {
   return {r.input, r.weight};
 }
 
+// cross_entropy_rows (Note [Fused cross-entropy]): differentiable in the logits only. The
+// front end returns lse detached, so the gradient reaching it (zeros) is not read; the
+// weight's gradient is refused (cross_entropy keeps its unfused path for a weight that
+// requires grad).
+Grads cross_entropy_rows_bw(const BackwardContext& c, const Grads& g) {
+  MIXT_CHECK(!(c.num_inputs() > 2 && c.needs_grad(2)), "cross_entropy_rows",
+             "is differentiable in the logits only, and the class weight requires grad (cross_entropy "
+             "differentiates the weight)");
+  const auto& a = c.attrs().get<attrs::CrossEntropy>();
+  const Tensor x = c.input(0), lse = c.output(1);
+  return {F::cross_entropy_rows_backward(g[0].to(lse.dtype()), x, c.input(1), lse, c.input(2), a.ignore_index,
+                                         a.label_smoothing)};
+}
+
 // ---- im2col / col2im: each is the other's adjoint ----
 Grads im2col_bw(const BackwardContext& c, const Grads& g) {
   const auto& w = c.attrs().get<attrs::Im2col>();
@@ -68,6 +83,7 @@ void register_nn_derivatives() {
   define_derivative(OpId::log_softmax, {log_softmax_bw, 0, out0});
   define_derivative(OpId::layer_norm, {layer_norm_bw, in0 | in1, out1 | out2});
   define_derivative(OpId::rms_norm, {rms_norm_bw, in0 | in1, out1});
+  define_derivative(OpId::cross_entropy_rows, {cross_entropy_rows_bw, in0 | in1 | in2, out1});
   define_derivative(OpId::im2col, {im2col_bw});
   define_derivative(OpId::col2im, {col2im_bw});
 }

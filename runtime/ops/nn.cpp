@@ -1,5 +1,6 @@
 // Front ends of the neural-network ops (runtime/ops/nn.h).
 #include <mixt/dispatcher/dispatch.h>
+#include <mixt/runtime/autograd/grad_mode.h>
 #include <mixt/runtime/check.h>
 #include <mixt/runtime/ops/nn.h>
 #include <mixt/runtime/ops/ops.h>
@@ -258,6 +259,25 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
                      Reduction reduction, double label_smoothing) {
   OpCall c = make_call(OpId::cross_entropy, {logits, target}, {weight});
   c.attrs.get<attrs::CrossEntropy>() = {ignore_index, reduction, label_smoothing};
+  return call_op(c);
+}
+
+CrossEntropyRows cross_entropy_rows(const Tensor& logits, const Tensor& target, const Tensor& weight,
+                                    int64_t ignore_index, double label_smoothing) {
+  MIXT_CHECK(!(weight.defined() && weight.requires_grad() && autograd::is_grad_enabled()), "cross_entropy_rows",
+             "the class weight requires grad, and cross_entropy_rows is differentiable in the logits only "
+             "(cross_entropy differentiates the weight)");
+  OpCall c = make_call(OpId::cross_entropy_rows, {logits, target}, {weight});
+  c.attrs.get<attrs::CrossEntropy>() = {ignore_index, Reduction::None, label_smoothing};
+  dispatch(c);
+  return {std::move(c.out[0]), c.out[1].detach()};
+}
+
+Tensor cross_entropy_rows_backward(const Tensor& grad_loss, const Tensor& logits, const Tensor& target,
+                                   const Tensor& lse, const Tensor& weight, int64_t ignore_index,
+                                   double label_smoothing) {
+  OpCall c = make_call(OpId::cross_entropy_rows_backward, {grad_loss, logits, target, lse}, {weight});
+  c.attrs.get<attrs::CrossEntropy>() = {ignore_index, Reduction::None, label_smoothing};
   return call_op(c);
 }
 

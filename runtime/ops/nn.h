@@ -125,6 +125,22 @@ Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator*
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight = Tensor(),
                      int64_t ignore_index = -100, Reduction reduction = Reduction::Mean,
                      double label_smoothing = 0.0);
+// The fused row kernel cross_entropy runs for class-index targets (Note [Fused
+// cross-entropy]): logits [N, C] (floating), target [N] (int64 or int32), weight [C] in the
+// logits' accumulate type (or undefined). Per row: the loss (weighted, smoothed; 0 where
+// the target is ignore_index) and the logsumexp, both [N] in the accumulate type (float32,
+// float64 for float64). Differentiable in the logits only: lse comes back detached, and a
+// weight that requires grad is refused (cross_entropy takes its unfused path for it).
+struct CrossEntropyRows {
+  Tensor loss, lse;
+};
+CrossEntropyRows cross_entropy_rows(const Tensor& logits, const Tensor& target, const Tensor& weight = Tensor(),
+                                    int64_t ignore_index = -100, double label_smoothing = 0.0);
+// Its backward: grad_loss [N] (accumulate type) times d loss / d logits, from the forward's
+// lse; not differentiable. The gradient comes back in the logits' dtype.
+Tensor cross_entropy_rows_backward(const Tensor& grad_loss, const Tensor& logits, const Tensor& target,
+                                   const Tensor& lse, const Tensor& weight = Tensor(), int64_t ignore_index = -100,
+                                   double label_smoothing = 0.0);
 // Negative log likelihood of log-probabilities [N, C] at class indices [N].
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight = Tensor(),
                 int64_t ignore_index = -100, Reduction reduction = Reduction::Mean);

@@ -119,21 +119,23 @@ HWY_INLINE M RowMax(const M* x, int64_t n, bool& has_nan) {
   return m;
 }
 
-// y = exp(x - m) for the row, and the slot sum of y in double. Each vector of exps is
-// added to its slots from registers as it is stored (a reload of the fresh store would
-// wait on store forwarding); the same terms in the same slots as SlotSum.
-template <class M>
-HWY_INLINE double ExpSumInto(const M* x, M* y, int64_t n, M m) {
+// exp(x - m) for the row (stored to y when kStore) and its slot sum in double. Each vector
+// of exps is added to its slots from registers as it is stored (a reload of the fresh store
+// would wait on store forwarding); the same terms in the same slots as SlotSum. block(i)
+// runs after each whole block of kSlots elements at i, for other slot sums that ride along
+// the same pass over x (cross_entropy_sums).
+template <bool kStore, class M, class Block>
+HWY_INLINE double ExpSumInto(const M* x, M* y, int64_t n, M m, const Block& block) {
   const hn::ScalableTag<M> d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const auto vm = hn::Set(d, m);
   V64 acc[kAcc];
   for (size_t a = 0; a < kAcc; ++a) acc[a] = hn::Zero(D64());
   int64_t i = 0;
-  for (; i + kSlots <= n; i += kSlots)
+  for (; i + kSlots <= n; i += kSlots) {
     for (int64_t k = 0; k < kSlots; k += L) {
       const auto e = ExpSpecial(d, hn::Sub(hn::LoadU(d, x + i + k), vm));
-      hn::StoreU(e, d, y + i + k);
+      if constexpr (kStore) hn::StoreU(e, d, y + i + k);
       const size_t a = static_cast<size_t>(k) / kL64;
       if constexpr (std::is_same_v<M, double>) {
         acc[a] = hn::Add(acc[a], e);
@@ -147,8 +149,12 @@ HWY_INLINE double ExpSumInto(const M* x, M* y, int64_t n, M m) {
 #endif
       }
     }
-  MapWhole<M>(n - i, y + i, m, x + i, nullptr, [m](auto dm, auto v, auto) { return ExpSpecial(dm, hn::Sub(v, hn::Set(dm, m))); });
-  return FinishSlots(acc, i, n, [y](int64_t j) { return static_cast<double>(y[j]); });
+    block(i);
+  }
+  HWY_ALIGN M tail[kSlots];  // the exps of the last n - i < kSlots elements when not stored
+  M* const yt = kStore ? y + i : tail;
+  MapWhole<M>(n - i, yt, m, x + i, nullptr, [m](auto dm, auto v, auto) { return ExpSpecial(dm, hn::Sub(v, hn::Set(dm, m))); });
+  return FinishSlots(acc, i, n, [yt, i](int64_t j) { return static_cast<double>(yt[j - i]); });
 }
 
 template <class M>
@@ -159,7 +165,7 @@ void SoftmaxRow(const M* x, M* y, int64_t n, bool log) {
     for (int64_t j = 0; j < n; ++j) y[j] = std::numeric_limits<M>::quiet_NaN();
     return;
   }
-  const double s = ExpSumInto(x, y, n, m);
+  const double s = ExpSumInto<true>(x, y, n, m, [](int64_t) {});
   const hn::ScalableTag<M> d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
@@ -190,6 +196,59 @@ void SoftmaxBackwardRow(const M* g, const M* y, M* gx, int64_t n, bool log) {
     });
   else  // y * (g - k)
     MapWhole<M>(n, gx, M(0), y, g, [k](auto d, auto vy, auto vg) { return hn::Mul(vy, hn::Sub(vg, hn::Set(d, k))); });
+}
+
+// cross_entropy_rows (Note [Fused cross-entropy]): the maximum, then one pass for the sum of
+// exp(x - m) (as softmax_row's) and, with `gaps`, the slot sum of w_c (m - x_c) in double.
+template <class M>
+CrossEntropySums CrossEntropySumsRow(const M* x, const M* w, int64_t n, bool gaps) {
+  bool has_nan = false;
+  const M m = RowMax(x, n, has_nan);
+  if (has_nan || std::isinf(m)) {  // as softmax_row: NaN, +Inf or only -Inf give NaN
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    return {nan, nan, nan};
+  }
+  const double md = static_cast<double>(m);
+  const V64 vm = hn::Set(D64(), md);
+  const auto gap = [x, w, vm](int64_t j) {
+    const V64 g = hn::Sub(vm, Wide(x + j));
+    return w ? hn::Mul(g, Wide(w + j)) : g;
+  };
+  const auto scalar_gap = [x, w, md](int64_t j) {
+    const double g = md - static_cast<double>(x[j]);
+    return w ? g * static_cast<double>(w[j]) : g;
+  };
+  CrossEntropySums r;
+  r.m = md;
+  if (!gaps) {
+    r.s = ExpSumInto<false>(x, static_cast<M*>(nullptr), n, m, [](int64_t) {});
+    return r;
+  }
+  V64 acc[kAcc];
+  for (size_t a = 0; a < kAcc; ++a) acc[a] = hn::Zero(D64());
+  r.s = ExpSumInto<false>(x, static_cast<M*>(nullptr), n, m, [&](int64_t i) {
+    for (size_t a = 0; a < kAcc; ++a) acc[a] = hn::Add(acc[a], gap(i + static_cast<int64_t>(a * kL64)));
+  });
+  r.gap_sum = FinishSlots(acc, n - n % kSlots, n, scalar_gap);
+  return r;
+}
+
+// gx = spread exp(x - lse) - flat w (w = 1 when null), and the target's gradient less `hot`.
+template <class M>
+void CrossEntropyGradRow(const M* x, const M* w, M* gx, int64_t n, M lse, const cross_entropy_math::RowGrad<M>& r,
+                         int64_t target) {
+  const M spread = r.spread, flat = r.flat;
+  if (w)
+    MapWhole<M>(n, gx, lse, x, w, [lse, spread, flat](auto d, auto vx, auto vw) {
+      const auto p = ExpSpecial(d, hn::Sub(vx, hn::Set(d, lse)));
+      return hn::Sub(hn::Mul(hn::Set(d, spread), p), hn::Mul(hn::Set(d, flat), vw));
+    });
+  else
+    MapWhole<M>(n, gx, lse, x, nullptr, [lse, spread, flat](auto d, auto vx, auto) {
+      const auto p = ExpSpecial(d, hn::Sub(vx, hn::Set(d, lse)));
+      return hn::Sub(hn::Mul(hn::Set(d, spread), p), hn::Set(d, flat));
+    });
+  if (target >= 0 && target < n) gx[target] = gx[target] - r.hot;
 }
 
 // Column kernels (softmax along an outer dim): elementwise over c < w.
@@ -456,6 +515,11 @@ void AddRowInto(const M* x, double* acc, int64_t n) {
   RET NAME##F64 PARAMS(double) { return TEMPLATE<double> ARGS; }
 #define P_SOFTMAX(M) (const M* x, M* y, int64_t n, bool log)
 MIXT_ROWS_BOTH(Softmax, SoftmaxRow, void, P_SOFTMAX, (x, y, n, log))
+#define P_CE_SUMS(M) (const M* x, const M* w, int64_t n, bool gaps)
+MIXT_ROWS_BOTH(CrossEntropySums, CrossEntropySumsRow, CrossEntropySums, P_CE_SUMS, (x, w, n, gaps))
+#define P_CE_GRAD(M) \
+  (const M* x, const M* w, M* gx, int64_t n, M lse, const cross_entropy_math::RowGrad<M>& r, int64_t target)
+MIXT_ROWS_BOTH(CrossEntropyGrad, CrossEntropyGradRow, void, P_CE_GRAD, (x, w, gx, n, lse, r, target))
 #define P_SOFTMAX_BW(M) (const M* g, const M* y, M* gx, int64_t n, bool log)
 MIXT_ROWS_BOTH(SoftmaxBackward, SoftmaxBackwardRow, void, P_SOFTMAX_BW, (g, y, gx, n, log))
 #define P_MOMENTS(M) (const M* x, int64_t n, bool centred)
@@ -496,6 +560,8 @@ MIXT_ROWS_BOTH(AddInto, AddRowInto, void, P_ADD_INTO, (x, acc, n))
 #undef MIXT_ROWS_BOTH
 #undef P_SOFTMAX
 #undef P_SOFTMAX_BW
+#undef P_CE_SUMS
+#undef P_CE_GRAD
 #undef P_MOMENTS
 #undef P_AFFINE
 #undef P_GRAD_SUMS
@@ -535,6 +601,20 @@ void softmax_backward_row(const float* g, const float* y, float* gx, int64_t n, 
 }
 void softmax_backward_row(const double* g, const double* y, double* gx, int64_t n, bool log) {
   MIXT_ROWS_CALL(SoftmaxBackwardF64, g, y, gx, n, log);
+}
+CrossEntropySums cross_entropy_sums(const float* x, const float* w, int64_t n, bool gaps) {
+  MIXT_ROWS_CALL(CrossEntropySumsF32, x, w, n, gaps);
+}
+CrossEntropySums cross_entropy_sums(const double* x, const double* w, int64_t n, bool gaps) {
+  MIXT_ROWS_CALL(CrossEntropySumsF64, x, w, n, gaps);
+}
+void cross_entropy_grad_row(const float* x, const float* w, float* gx, int64_t n, float lse,
+                            const cross_entropy_math::RowGrad<float>& r, int64_t target) {
+  MIXT_ROWS_CALL(CrossEntropyGradF32, x, w, gx, n, lse, r, target);
+}
+void cross_entropy_grad_row(const double* x, const double* w, double* gx, int64_t n, double lse,
+                            const cross_entropy_math::RowGrad<double>& r, int64_t target) {
+  MIXT_ROWS_CALL(CrossEntropyGradF64, x, w, gx, n, lse, r, target);
 }
 RowMoments row_moments(const float* x, int64_t n, bool centred) { MIXT_ROWS_CALL(RowMomentsF32, x, n, centred); }
 RowMoments row_moments(const double* x, int64_t n, bool centred) { MIXT_ROWS_CALL(RowMomentsF64, x, n, centred); }

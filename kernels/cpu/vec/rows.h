@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include <mixt/kernels/common/cross_entropy_math.h>
+
 namespace mixt::cpu::vec {
 
 // softmax (log_softmax when `log`) of the n values x[0..n) into y (which must not alias
@@ -24,6 +26,24 @@ void softmax_row(const double* x, double* y, int64_t n, bool log);
 // y * (g - k) (g - exp(y) * k) in it.
 void softmax_backward_row(const float* g, const float* y, float* gx, int64_t n, bool log);
 void softmax_backward_row(const double* g, const double* y, double* gx, int64_t n, bool log);
+
+// The sums of one row x of n >= 1 logits for cross_entropy_rows (Note [Fused
+// cross-entropy]): m, the row's maximum (NaN when the row holds a NaN); s = sum of
+// exp(x_c - m), exp in the work type as softmax_row, summed in double; and, with `gaps`,
+// gap_sum = sum of w_c (m - x_c) in double (every w_c = 1 when w is null), terms that are
+// never negative. Two passes over x: the maximum, then both sums.
+struct CrossEntropySums {
+  double m = 0, s = 0, gap_sum = 0;
+};
+CrossEntropySums cross_entropy_sums(const float* x, const float* w, int64_t n, bool gaps);
+CrossEntropySums cross_entropy_sums(const double* x, const double* w, int64_t n, bool gaps);
+
+// One row of cross_entropy_rows_backward: gx_c = logit_grad(r, exp(x_c - lse), w_c,
+// c == target) in the work type (cross_entropy_math.h; w_c = 1 when w is null).
+void cross_entropy_grad_row(const float* x, const float* w, float* gx, int64_t n, float lse,
+                            const cross_entropy_math::RowGrad<float>& r, int64_t target);
+void cross_entropy_grad_row(const double* x, const double* w, double* gx, int64_t n, double lse,
+                            const cross_entropy_math::RowGrad<double>& r, int64_t target);
 
 // Column kernels of softmax along an outer dim: the lines are the w columns of a block
 // whose rows (one per position along the dim) are streamed in order, each as a work row.
