@@ -141,14 +141,21 @@ struct Picked {
   Tensor loss, weight;
 };
 
-// Validates class-index targets for log-probabilities `logp` ([C], [N, C] or [N, C, d...]).
-void check_targets(const OpCall& c, const Tensor& logp, const Tensor& target, int64_t ignore_index) {
+// Checks the dtype and shape of class-index targets for log-probabilities (or logits) `logp`
+// ([C], [N, C] or [N, C, d...]).
+void check_target_shape(const OpCall& c, const Tensor& logp, const Tensor& target) {
   MIXT_CHECK_OP(is_integral(target.dtype()), c, "expected class-index targets of an integer dtype, got {}",
                 target.dtype());
   Shape want = logp.sizes();
   if (logp.dim() > 0) want.erase(logp.dim() == 1 ? 0 : 1);
   MIXT_CHECK_OP(target.sizes() == want, c, "expected a target of shape {} for an input of shape {}, got {}", want,
                 logp.sizes(), target.sizes());
+}
+
+// Validates class-index targets for log-probabilities `logp`: their shape, and each value a
+// class or ignore_index.
+void check_targets(const OpCall& c, const Tensor& logp, const Tensor& target, int64_t ignore_index) {
+  check_target_shape(c, logp, target);
   const int64_t classes = logp.size(logp.dim() == 1 ? 0 : 1);
   if (target.is_meta()) return;  // the values' check needs values (Note [Meta functions])
   const Tensor t = target.to(kInt64);
@@ -214,6 +221,46 @@ Tensor soft_target_loss(const OpCall& c, const Tensor& logp, const Tensor& targe
   return div(sum(loss), static_cast<double>(logp.numel() / std::max<int64_t>(1, classes)));
 }
 
+// True when cross_entropy runs on cross_entropy_rows (Note [Fused cross-entropy]): class-index
+// targets, at least one class, and a weight that is absent or takes no gradient.
+bool fuses(const Tensor& logits, const Tensor& target, const Tensor& weight) {
+  if (is_floating(target.dtype()) || logits.size(logits.dim() == 1 ? 0 : 1) < 1) return false;
+  return !weight.defined() || !(weight.requires_grad() && autograd::is_grad_enabled());
+}
+
+// cross_entropy on cross_entropy_rows: logits [C] as one row, [N, C] as they are, and
+// [N, C, d...] with the class dim moved last (a copy into [N * d, C] rows; its cost is one
+// pass over the logits, less than the unfused path's log_softmax output and its reads).
+// The per-row losses are then reduced: none in the target's shape, sum, or the weighted
+// mean sum(loss) / sum(w[t]) over the rows not ignored (NaN when all are, as PyTorch).
+Tensor fused_cross_entropy(const OpCall& c, const Tensor& logits, const Tensor& target, const Tensor& weight,
+                           const attrs::CrossEntropy& a, Reduction r) {
+  // The CPU kernel checks the target values as it reads them; other devices are checked here.
+  if (logits.is_cpu())
+    check_target_shape(c, logits, target);
+  else
+    check_targets(c, logits, target, a.ignore_index);
+  const int64_t classes = logits.size(logits.dim() == 1 ? 0 : 1);
+  Tensor x = logits;
+  if (logits.dim() > 2) {
+    Shape dims{0};
+    for (int64_t d = 2; d < logits.dim(); ++d) dims.push_back(d);
+    dims.push_back(1);
+    x = permute(logits, dims);
+  }
+  x = reshape(x, {-1, classes});
+  Tensor t = reshape(target, {-1});
+  if (t.dtype() != kInt64 && t.dtype() != kInt32) t = t.to(kInt64);
+  const ScalarType acc = accumulate_type(logits.dtype());
+  const Tensor w = weight.defined() ? weight.to(acc) : weight;
+  const Tensor loss = F::cross_entropy_rows(x, t, w, a.ignore_index, a.label_smoothing).loss;
+  if (r == Reduction::None) return reshape(loss, target.sizes());
+  if (r == Reduction::Sum) return sum(loss);
+  const Tensor valid = ne(t, a.ignore_index);
+  const Tensor w_t = w.defined() ? mul(index_select(w, 0, where(valid, t, Scalar(0))), valid.to(acc)) : valid.to(acc);
+  return div(sum(loss), sum(w_t));
+}
+
 void cross_entropy_kernel(OpCall& c, DispatchKeySet) {
   const Tensor& logits = c.in[0];
   const Tensor& target = c.in[1];
@@ -226,6 +273,10 @@ void cross_entropy_kernel(OpCall& c, DispatchKeySet) {
                 smoothing);
   const int64_t cls = logits.dim() == 1 ? 0 : 1, classes = logits.size(cls);
   const Tensor w = class_dim_weight(c, opt(c, 2), logits);
+  if (fuses(logits, target, opt(c, 2))) {
+    finish(c, fused_cross_entropy(c, logits, target, opt(c, 2), a, r), logits.dtype());
+    return;
+  }
   const Tensor logp = F::log_softmax(up(logits), cls);
   if (is_floating(target.dtype())) {
     finish(c, soft_target_loss(c, logp, target, w, smoothing, r), logits.dtype());
