@@ -219,8 +219,10 @@ struct TensorTraits {
 };
 bool eligible(const TensorTraits& in, DeviceType) { return in.eligible; }
 
-CastPlan plan_casts(DeviceType device, OpId op, Policy table, std::span<const Tensor> inputs,
-                    DeviceType tensors_device, ScalarType attrs_dtype, const State& st) {
+namespace {
+// The rules for the kernel's call, read from its tensors.
+CastPlan rules_on_tensors(DeviceType device, OpId op, Policy table, std::span<const Tensor> inputs,
+                          DeviceType tensors_device, ScalarType attrs_dtype, const State& st) {
   std::array<TensorTraits, kMaxInputs> traits;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
@@ -235,6 +237,59 @@ CastPlan plan_casts(DeviceType device, OpId op, Policy table, std::span<const Te
   }
   const std::span<const TensorTraits> view(traits.data(), inputs.size());
   return plan_casts(device, op, table, view, std::span<const TensorTraits>(), {}, attrs_dtype, st);
+}
+
+// Note [Plan memo]: a training loop calls the same ops with the same kinds of inputs under
+// the same autocast state, step after step. The rules read nothing but the op, its policy,
+// the attribute dtype, the three facts of each input (dtype, device, sensitive), the
+// device's flag and dtype and the innermost scope: packed into three words, they key the
+// last plan of this thread, which a repeated call reuses without running the rules. The key
+// holds every value the plan depends on (no generation counter to keep in step), so a
+// stale plan can never be served: a different state, policy or input gives another key.
+struct PlanKey {
+  uint64_t call = ~uint64_t{0};  // device, tensors' device, op, policy, attrs dtype, input count
+  uint64_t inputs = 0;           // one byte per input: dtype + 1 (5 bits), device (2), sensitive (1)
+  uint64_t state = 0;            // the device's flag and dtype, whether a scope is open, its kind and dtype
+  bool operator==(const PlanKey&) const = default;
+};
+static_assert(kMaxInputs <= 8 && kNumDtypes < 31 && kNumDeviceTypes <= 4);
+
+struct PlanMemo {
+  PlanKey key;
+  CastPlan plan;
+};
+constinit thread_local PlanMemo t_plan_memo;
+
+uint64_t byte(auto v) { return static_cast<uint8_t>(v); }
+
+PlanKey plan_key(DeviceType device, OpId op, Policy table, std::span<const Tensor> inputs, DeviceType tensors_device,
+                 ScalarType attrs_dtype, const State& st) {
+  PlanKey k;
+  k.call = byte(device) | byte(tensors_device) << 8 | uint64_t{static_cast<uint16_t>(op)} << 16 | byte(table) << 32 |
+           byte(attrs_dtype) << 40 | byte(inputs.size()) << 48;
+  k.inputs = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorImpl* t = inputs[i].impl();
+    if (!t) continue;  // undefined: byte 0
+    const uint64_t b = byte(static_cast<int>(t->dtype) + 1) | byte(t->device.type()) << 5 |
+                       uint64_t{t->autocast_sensitive} << 7;
+    k.inputs |= b << (8 * i);
+  }
+  const Scope* top = st.top();
+  k.state = byte(st.enabled[static_cast<size_t>(device)]) | byte(st.dtype[static_cast<size_t>(device)]) << 8 |
+            (top ? 1 | byte(top->kind) << 8 | byte(top->dtype) << 16 : 0) << 16;
+  return k;
+}
+}  // namespace
+
+CastPlan plan_casts(DeviceType device, OpId op, Policy table, std::span<const Tensor> inputs,
+                    DeviceType tensors_device, ScalarType attrs_dtype, const State& st) {
+  PlanMemo& memo = t_plan_memo;
+  const PlanKey key = plan_key(device, op, table, inputs, tensors_device, attrs_dtype, st);
+  if (key == memo.key) return memo.plan;
+  memo.plan = rules_on_tensors(device, op, table, inputs, tensors_device, attrs_dtype, st);
+  memo.key = key;
+  return memo.plan;
 }
 
 }  // namespace detail

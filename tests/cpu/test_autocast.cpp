@@ -762,3 +762,46 @@ TEST_CASE("an autocast error names the tensors' device and the policy's, as expl
   INFO(e);
   CHECK_THAT(e, Contains("(autocast on cpu)"));
 }
+
+// Note [Plan memo]: the kernel reuses the last plan of a thread for a call of the same key.
+// Each step below repeats one call right after a change the plan depends on (the state, a
+// scope, the policy table, an input's dtype, device role or sensitivity, the dtype
+// attribute), so a memo keyed on too little would return the previous step's dtype.
+TEST_CASE("a repeated call is planned again whenever what its plan reads changes", "[autocast][memo]") {
+  const Tensor x = data(kFloat32, {2, 4}, -1, 1, 31), w = param({4, 3}, 32), y = data(kFloat32, {4, 3}, -1, 1, 33);
+  const Tensor x16 = x.to(kFloat16), x64 = x.to(kFloat64);
+  CHECK(mm(x, y).dtype() == kFloat32);  // autocast off
+  autocast::Guard g(cpu_bf16());
+  CHECK(mm(x, y).dtype() == kBFloat16);
+  CHECK(mm(x, y).dtype() == kBFloat16);  // the memo's hit
+  {
+    autocast::Island island;
+    CHECK(mm(x, y).dtype() == kFloat32);
+    autocast::Region region(kFloat16);
+    CHECK(mm(x, y).dtype() == kFloat16);
+  }
+  CHECK(mm(x, y).dtype() == kBFloat16);
+  {
+    autocast::Guard f16({.device = DeviceType::CPU, .dtype = kFloat16});
+    CHECK(mm(x, y).dtype() == kFloat16);
+    autocast::Guard off({.device = DeviceType::CPU, .enabled = false});
+    CHECK(mm(x, y).dtype() == kFloat32);
+  }
+  CHECK(mm(x, y).dtype() == kBFloat16);
+  autocast::set_policy(DeviceType::CPU, OpId::mm, Policy::Fp32);
+  CHECK(mm(x16, y).dtype() == kFloat32);
+  autocast::set_policy(DeviceType::CPU, OpId::mm, Policy::LowerF32Out);
+  CHECK(mm(x16, y).dtype() == kFloat32);
+  CHECK(mm(x16, y, kBFloat16).dtype() == kBFloat16);  // the dtype attribute is part of the key
+  autocast::reset_policies();
+  CHECK(mm(x16, y).dtype() == kBFloat16);
+  CHECK(mm(x64, x64.t()).dtype() == kFloat64);  // float64 is not eligible
+  CHECK(mm(x, w).dtype() == kBFloat16);
+  autocast::mark_sensitive(w);
+  CHECK(mm(x, w).dtype() == kFloat32);  // same dtypes, now a sensitive input
+  CHECK(mm(x, y).dtype() == kBFloat16);
+  // Another thread has its own memo and state.
+  ScalarType other = ScalarType::Undefined;
+  std::thread([&] { other = mm(x, y).dtype(); }).join();
+  CHECK(other == kFloat32);
+}
