@@ -9,7 +9,8 @@
 // memory, so reading it costs no transfer. Shared by .cu and .cpp files (no fmt).
 // Reported so far: the indexing kernels' bad indices (kernels/cuda/index.cu), integer
 // div / div_ by zero and integer pow / pow_ to a negative power (the elementwise kernels,
-// kernels/cuda/elementwise.cuh); none has run on a GPU yet.
+// kernels/cuda/elementwise.cuh), cross_entropy_rows' bad targets (kernels/cuda/cross_entropy.cu);
+// none has run on a GPU yet.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@ enum class DeviceError : uint32_t {
   GatherOutOfBounds = 5,
   ScatterOutOfBounds = 6,
   NegativeIntegerPower = 7,  // pow: an integer base to a negative integer exponent
+  CrossEntropyTargetOutOfBounds = 8,  // cross_entropy_rows(_backward): a target outside [0, C), not ignore_index
 };
 
 // What `e` means, for the error message.
@@ -39,6 +41,8 @@ constexpr const char* device_error_text(DeviceError e) {
     case DeviceError::GatherOutOfBounds: return "a gather index out of bounds for its dimension";
     case DeviceError::ScatterOutOfBounds: return "a scatter/scatter_add index out of bounds for its dimension";
     case DeviceError::NegativeIntegerPower: return "integers to negative integer powers are not allowed";
+    case DeviceError::CrossEntropyTargetOutOfBounds:
+      return "a cross_entropy target outside [0, classes) that is not ignore_index";
   }
   return "an unknown device error";
 }

@@ -20,6 +20,7 @@ void register_scan_kernels();     // cumsum, cumprod
 void register_sort_kernels();     // sort, argsort, topk, unique
 void register_masked_select_kernels();  // masked_select, nonzero
 void register_softmax_kernels();  // softmax, log_softmax and their backward kernels
+void register_cross_entropy_kernels();  // cross_entropy_rows, cross_entropy_rows_backward
 void register_norm_kernels();     // layer_norm, rms_norm
 void register_norm_backward_kernels();  // layer_norm_backward, rms_norm_backward
 void register_activation_backward_kernels();  // gelu_backward, silu_backward

@@ -23,6 +23,7 @@ void register_cuda_kernels() {
   cuda::register_sort_kernels();
   cuda::register_masked_select_kernels();
   cuda::register_softmax_kernels();
+  cuda::register_cross_entropy_kernels();
   cuda::register_norm_kernels();
   cuda::register_norm_backward_kernels();
   cuda::register_activation_backward_kernels();

@@ -14,6 +14,7 @@
 #include <mixt/kernels/cuda/loops.cuh>
 #include <mixt/kernels/cuda/reduce.cuh>
 #include <mixt/kernels/cuda/reduce_launch.h>
+#include <mixt/kernels/cuda/row_kernels.cuh>
 #include <mixt/runtime/dtype_visit.h>
 
 namespace mixt::cuda {
@@ -43,18 +44,7 @@ __global__ void softmax_rows_kernel(SoftmaxArgs a, bool cache) {
   M* row = reinterpret_cast<M*>(shared_bytes() + threads * kRowPartialBytes);
   for (int64_t r = blockIdx.x; r < a.outer; r += gridDim.x) {
     const T* x = in + r * a.n;
-    const RowMax<M> max_r;
-    M m = max_r.init();
-    for (int64_t j = lane; j < a.n; j += threads) {
-      const M v = load_opmath<T>(reinterpret_cast<const char*>(x + j));
-      if (cache) row[j] = v;
-      max_r.accumulate(m, v, j);
-    }
-    m = group_reduce(max_r, m, threads);
-    if (lane == 0) shared_partials<M>()[0] = m;
-    __syncthreads();
-    m = shared_partials<M>()[0];
-    __syncthreads();
+    const M m = row_max_to_all(x, a.n, cache ? row : nullptr);
     const reducers::Sum<double> sum_r;
     double s = 0;
     for (int64_t j = lane; j < a.n; j += threads) {
