@@ -22,6 +22,7 @@
 
 using namespace mixt;
 using testing::expect;
+using testing::expect_error;
 using testing::g_checks;
 using testing::g_failures;
 using testing::group;
@@ -93,17 +94,6 @@ void check_scan(const Tensor& x, int64_t dim, bool prod, const std::string& what
   const ScanPlan p = make_scan_plan(x.numel() / std::max<int64_t>(1, x.size(dim)), x.size(dim));
   if (!is_floating(want.dtype()) || p.chunks == 1) expect_same_bits(got, want, what);
   else expect_scan_close(got, want, xs, dim, prod, what);
-}
-
-// Checks that `f` raises mixt::Error.
-void expect_error(const std::string& what, const std::function<void()>& f) {
-  bool raised = false;
-  try {
-    f();
-  } catch (const Error&) {
-    raised = true;
-  }
-  expect(raised, what + ": expected mixt::Error");
 }
 
 // Runs `f` with set_deterministic(on), restoring the previous setting.

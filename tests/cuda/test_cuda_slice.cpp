@@ -21,6 +21,7 @@
 
 using namespace mixt;
 using testing::expect;
+using testing::expect_error;
 using testing::g_checks;
 using testing::g_failures;
 using testing::group;
@@ -32,20 +33,6 @@ const ScalarType kFloats[] = {kFloat16, kBFloat16, kFloat32, kFloat64, kFloat8_e
 
 // MIXT_TEST_SMALL=1 skips the large cases (for slow runs such as compute-sanitizer).
 const bool g_small = std::getenv("MIXT_TEST_SMALL") != nullptr;
-
-// Checks that `f` raises mixt::Error.
-void expect_error(const std::string& what, const std::function<void()>& f) {
-  bool raised = false;
-  try {
-    f();
-  } catch (const Error&) {
-    raised = true;
-  } catch (const std::exception& e) {
-    expect(false, what + ": raised a non-mixt exception: " + e.what());
-    return;
-  }
-  expect(raised, what + ": expected mixt::Error");
-}
 
 // Compares `got` (any device) with the CPU tensor `want`: same shape and dtype, and the
 // same bits in every element, except that a NaN only has to be a NaN.

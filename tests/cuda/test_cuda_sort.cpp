@@ -18,6 +18,7 @@
 
 using namespace mixt;
 using testing::expect;
+using testing::expect_error;
 using testing::expect_same_bits;
 using testing::g_checks;
 using testing::g_failures;
@@ -41,17 +42,6 @@ Tensor tied(ScalarType dt, const Shape& shape, uint64_t seed) {
     for (int64_t i = 0; i < x.numel(); i += 7) p[i] = specials[(i / 7) % 6];
   }
   return x.to(dt);
-}
-
-void expect_error(const std::string& what, const std::function<void()>& f) {
-  try {
-    f();
-    expect(false, what + ": no error");
-  } catch (const Error&) {
-    expect(true, what);
-  } catch (const std::exception& e) {
-    expect(false, what + ": not a mixt::Error: " + e.what());
-  }
 }
 
 void check_sort(const Tensor& x, int64_t dim, bool descending, const std::string& what) {
