@@ -4,7 +4,8 @@
 // bfloat16 logits, int64 and int32 targets, class weights, ignore_index (also one that
 // names a class), label smoothing, C = 1, rows that fit the block's row cache and rows
 // far longer (C = 9000 and 50000), strided logits, NaN and infinite rows, empty inputs,
-// and targets out of bounds (reported by the device, raised at the next wait). Own main
+// targets out of bounds (reported by the device, raised at the next wait), and cross_entropy
+// (which runs on the rows) with its gradient against the CPU's. Own main
 // (no Catch2): exits 77, which meson reports as SKIP, only on a machine without a GPU.
 #include <cmath>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "gpu_tensors.h"
 
 using namespace mixt;
+using nn::functional::cross_entropy;
 using nn::functional::cross_entropy_rows;
 using nn::functional::cross_entropy_rows_backward;
 using nn::functional::CrossEntropyRows;
@@ -234,6 +236,29 @@ int main() {
                std::isnan(loss.data_ptr<float>()[2]) && loss.data_ptr<float>()[3] == static_cast<float>(kInf) &&
                std::isfinite(got.lse.cpu().data_ptr<float>()[3]),
            "NaN for NaN, +inf and all -inf rows; +inf (finite lse) with one -inf");
+  });
+
+  group("cross_entropy through the rows and autograd: CUDA against the CPU", [] {
+    for (ScalarType dt : {kFloat32, kBFloat16, kFloat64}) {
+      const ScalarType acc = dt == kFloat64 ? kFloat64 : kFloat32;
+      const Tensor x = values(dt, {3, 40, 2}, -4, 4, 45);  // [N, C, d]: the class dim moves last
+      Tensor t = values(kInt64, {3, 2}, 0, 39, 46);
+      t.data_ptr<int64_t>()[1] = -100;
+      const Tensor w = values(acc, {40}, 0.5, 2, 47);
+      for (Reduction r : {Reduction::Mean, Reduction::Sum, Reduction::None}) {
+        const std::string what = "cross_entropy " + name(dt) + " reduction " + std::to_string(static_cast<int>(r));
+        Tensor xc = x.detach(), xg = x.to(kGpu);
+        xc.requires_grad_();
+        xg.requires_grad_();
+        const Tensor lc = cross_entropy(xc, t, w, -100, r, 0.1);
+        const Tensor lg = cross_entropy(xg, t.to(kGpu), w.to(kGpu), -100, r, 0.1);
+        const Tolerance row_tol = tolerance(acc, dt), grad_tol = tolerance(acc, dt);
+        expect_close(lg, lc.detach(), dt, row_tol.rel, row_tol.abs, what + ": loss");
+        sum(lc).backward();
+        sum(lg).backward();
+        expect_close(xg.grad(), xc.grad(), dt, grad_tol.rel, grad_tol.abs, what + ": gradient");
+      }
+    }
   });
 
   group("targets out of bounds: mixt::Error at the next wait, once", [] {
