@@ -98,6 +98,7 @@ present allocator 90 test_cuda_allocator
 present training 120 test_cuda_training
 present scan_scatter 120 test_cuda_scan_scatter
 present sort 120 test_cuda_sort
+present cross_entropy 90 test_cuda_cross_entropy
 present nccl 90 test_nccl_gpu
 
 # The demo's first steps on the GPU, twice with --deterministic: the same parameters, bit for bit.
@@ -134,7 +135,7 @@ if [ -n "$sanitizer" ]; then
   MIXT_TEST_SMALL=1 run memcheck-slice 120 "$sanitizer" --tool memcheck --error-exitcode 99 "$bin/test_cuda_slice"
   run memcheck-training 180 "$sanitizer" --tool memcheck --error-exitcode 99 "$bin/test_cuda_training"
   # The reduction and multi-tensor kernels (coverage cases whose op names start with these).
-  kernels=(sum mean var std norm logsumexp amax argmax cumsum softmax log_softmax layer_norm rms_norm
+  kernels=(sum mean var std norm logsumexp amax argmax cumsum softmax log_softmax layer_norm rms_norm cross_entropy_rows
            amp_unscale_check_ amp_update_scale_ adam_step_ sgd_step_ scatter_add embedding)
   run racecheck 120 "$sanitizer" --tool racecheck --error-exitcode 99 "$bin/test_cuda_coverage" "${kernels[@]}"
   run synccheck 120 "$sanitizer" --tool synccheck --error-exitcode 99 "$bin/test_cuda_coverage" "${kernels[@]}"

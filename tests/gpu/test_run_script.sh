@@ -83,7 +83,8 @@ PY
 b=$work/bundle-all
 make_bundle "$b" same
 for p in test_cuda_slice test_cuda_training example_bad; do printf '#!/bin/sh\nexit 0\n' > "$b/bin/$p"; done
-for p in test_cuda_gemm test_cuda_rehearsal test_cuda_allocator test_cuda_scan_scatter test_cuda_sort test_nccl_gpu; do
+for p in test_cuda_gemm test_cuda_rehearsal test_cuda_allocator test_cuda_scan_scatter test_cuda_sort \
+         test_cuda_cross_entropy test_nccl_gpu; do
   printf '#!/bin/sh\nexit 0\n' > "$b/bin/$p"; chmod +x "$b/bin/$p"
 done
 mkdir -p "$work/out-all"
