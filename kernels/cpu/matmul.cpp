@@ -25,6 +25,7 @@
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/matmul.h>
 #include <mixt/kernels/cpu/register.h>
+#include <mixt/kernels/cpu/vec/convert.h>
 #include <mixt/runtime/dtype_visit.h>
 #include <mixt/runtime/ops/ops.h>
 
@@ -227,6 +228,67 @@ bool is_parameter_operand(const OpCall& c, const Tensor& operand) {
 // A float16 / bfloat16 operand as float32 (vector conversion over the threads; cached for parameters).
 Tensor widened(const OpCall& c, const Tensor& t) { return widened_operand(t, is_parameter_operand(c, t), c); }
 
+// Note [Fused widening]: a float16 / bfloat16 product big enough to be split over the
+// threads by rows runs in one parallel region. Each thread widens its share of the operands
+// that are not cached parameters (into contiguous float32 copies made here), waits for the
+// others, multiplies its row blocks of the result with sgemm, then rounds those rows into
+// the output while they are in its cache. The row blocks and the sgemm calls are those of
+// blas_product (one block per thread, no column split), on the same float32 values, so the
+// result has the bits of the unfused path; what goes is three passes over memory (widen a,
+// widen b, round the result), each with its own fork and join of the threads.
+bool fuses_widening(const MatmulPlan& p, bool use_beta) {
+  if ((p.in_dtype != kBFloat16 && p.in_dtype != kFloat16) || p.batch != 1 || use_beta || p.k == 0) return false;
+  if (p.in_dtype == kBFloat16 && native_bf16_gemm()) return false;
+  const int64_t threads = omp_get_max_threads();
+  // blas_product's split: `threads` row blocks exactly when it splits at all and has rows for each.
+  return threads >= 2 && !omp_in_parallel() && p.n * p.m * p.k >= kParallelGemm && p.n / 16 >= threads;
+}
+
+// An operand's float32 form for the fused region: a cached parameter's copy, or a new
+// contiguous buffer that the region fills from `source` (null when nothing is left to do).
+struct WideOperand {
+  Tensor wide;
+  const void* source = nullptr;
+};
+
+WideOperand wide_operand(const OpCall& c, const Tensor& t) {
+  if (is_parameter_operand(c, t) || !t.is_contiguous()) return {widened(c, t), nullptr};
+  return {make_empty(t.sizes(), kFloat32, t.device()), t.data_ptr()};
+}
+
+template <class In>
+void widen_share(const WideOperand& w, int64_t t, int64_t parts) {
+  if (!w.source) return;
+  const int64_t n = w.wide.numel(), begin = split_point(n, t, parts), end = split_point(n, t + 1, parts);
+  vec::to_float(static_cast<const In*>(w.source) + begin, static_cast<float*>(w.wide.data_ptr()) + begin,
+                static_cast<size_t>(end - begin));
+}
+
+// The product of Note [Fused widening] into `acc` ([n, m] float32); `narrow_out`, when
+// given, receives the rounded rows (contiguous, of the operands' dtype).
+template <class In>
+void fused_widening_product(const OpCall& c, const MatmulPlan& p, float* acc, In* narrow_out) {
+  const WideOperand wa = wide_operand(c, p.a), wb = wide_operand(c, p.b);
+  const BlasOperand A = blas_operand(c, wa.wide), B = blas_operand(c, wb.wide);
+  const float alpha = static_cast<float>(p.alpha.to_double());
+  const int64_t blocks = omp_get_max_threads();
+  const int k = static_cast<int>(p.k), m = static_cast<int>(p.m);
+#pragma omp parallel num_threads(static_cast<int>(blocks))
+  {
+    const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
+    widen_share<In>(wa, t, T);
+    widen_share<In>(wb, t, T);
+#pragma omp barrier
+    for (int64_t rb = t; rb < blocks; rb += T) {
+      const int64_t r0 = p.n * rb / blocks, r1 = p.n * (rb + 1) / blocks;
+      const float* a_rows = static_cast<const float*>(A.data) + (A.trans ? r0 : r0 * A.ld);
+      gemm(A.trans, B.trans, static_cast<int>(r1 - r0), m, k, alpha, a_rows, static_cast<int>(A.ld),
+           static_cast<const float*>(B.data), static_cast<int>(B.ld), 0.0f, acc + r0 * p.m, m);
+      if (narrow_out) vec::from_float(acc + r0 * p.m, narrow_out + r0 * p.m, static_cast<size_t>((r1 - r0) * p.m));
+    }
+  }
+}
+
 // Runs the GEMM of the accumulate type T into `acc` (already holding the bias when beta is used).
 template <class T>
 void run_product(const OpCall& c, const MatmulPlan& p, T* acc, bool use_beta) {
@@ -255,6 +317,17 @@ void run_plan(const OpCall& c, const MatmulPlan& p, Tensor& out) {
   const ScalarType acc_dtype = accumulate_type(p.in_dtype);
   Tensor acc = can_accumulate_in(out, p, acc_dtype) ? out : make_empty(p.out_shape, acc_dtype, out.device());
   const bool use_beta = p.bias.defined() && p.beta.to_double() != 0.0;
+  if (out.numel() > 0 && fuses_widening(p, use_beta)) {
+    // The sgemm calls overwrite every element (beta = 0): no zeroing first.
+    const bool round_here = !acc.is_same(out) && out.is_contiguous() && out.dtype() == p.in_dtype;
+    visit_dtype<dtypes::bit(kBFloat16) | dtypes::bit(kFloat16)>(p.in_dtype, dtype_error_name(c), [&](auto tag) {
+      using In = typename decltype(tag)::type;
+      fused_widening_product<In>(c, p, static_cast<float*>(acc.data_ptr()),
+                                 round_here ? static_cast<In*>(out.data_ptr()) : nullptr);
+    });
+    if (!acc.is_same(out) && !round_here) host::copy_into(out, acc, c);
+    return;
+  }
   if (out.numel() > 0) {
     if (use_beta) {
       host::copy_into(acc, p.bias, c);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <omp.h>
 
 #include <mixt/kernels/cpu/gemm_widening.h>
 #include <mixt/kernels/cpu/vec/isa.h>
@@ -138,6 +139,38 @@ TEST_CASE("float16 / bfloat16 mm, addmm, linear equal the widened float32 produc
       CHECK(same_bits(F::linear(a, w), reference_mm(a, w.t())));
     }
   }
+}
+
+// Products split over the threads by rows take the fused region of Note [Fused widening]
+// (widen, multiply, round, per thread); smaller ones, and one thread, the separate passes.
+// Both must give the widened float32 product's bits, rounded once.
+TEST_CASE("float16 / bfloat16 products in the fused widening region have the unfused bits") {
+  const int saved_threads = omp_get_max_threads();
+  for (const ScalarType dtype : {kBFloat16, kFloat16}) {
+    for (const int64_t n : {int64_t{64}, int64_t{515}}) {
+      INFO(dtype << " n " << n);
+      const Tensor a = randn({n, 257}).to(dtype), b = randn({257, 301}).to(dtype);
+      const Tensor w = randn({301, 257}).to(dtype).set_requires_grad(true);  // a cached parameter, transposed by linear
+#if defined(__SANITIZE_THREAD__)
+      // ThreadSanitizer cannot see libgomp's barriers (Note [ThreadSanitizer job]): one thread.
+      for (const int threads : {1}) {
+#else
+      for (const int threads : {2, 1, 2}) {
+#endif
+        INFO(threads << " threads");
+        omp_set_num_threads(threads);
+        // The references on as many threads: OpenBLAS's bits depend on how the rows are split.
+        const Tensor want = reference_mm(a, b), want_linear = reference_mm(a, w.detach().t());
+        const Tensor want_f32 = mm(a.to(kFloat32), b.to(kFloat32));
+        CHECK(same_bits(mm(a, b), want));
+        CHECK(same_bits(mm(a, b, kFloat32), want_f32));  // accumulates in the output, nothing to round
+        NoGradGuard no_grad;
+        CHECK(same_bits(F::linear(a, w), want_linear));
+        CHECK(same_bits(F::linear(a, w), want_linear));  // the parameter's cached copy
+      }
+    }
+  }
+  omp_set_num_threads(saved_threads);
 }
 
 TEST_CASE("the widening cache serves a parameter's copy until the parameter changes") {
