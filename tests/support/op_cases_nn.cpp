@@ -166,6 +166,68 @@ void add_activation_backward_cases(Builder& b) {
       .with(times(ref::silu_derivative), {0.5, 6, 2.6});
 }
 
+// cross_entropy_rows and its backward (Note [Fused cross-entropy]). The class weight and
+// grad_loss are fixed inputs (float64 values exact in float32) given in the logits'
+// accumulate type; the weight is not a data operand (the op refuses a weight that requires
+// grad), nor are the backward's lse and grad_loss.
+const std::vector<double> kClassWeight{0.5, 1.5, 1, 2, 0.75};
+
+void add_cross_entropy_rows_cases(Builder& b) {
+  const Tensor t = index_tensor({2, -100, 4, 1}, {4});
+  const Tensor w = from_vector(kClassWeight, {5});
+  auto acc = [](const Tensor& v, ScalarType dt) { return v.to(accumulate_type(dt)); };
+  // The loss in double from log(s) and the gaps (sums of terms that do not cancel), with
+  // exp(x - m) in the work type: |x - m| <= 6 plus 4 roundings at w (|lse| + 6) <= 2 * 8.
+  b.add("cross_entropy_rows", OpId::cross_entropy_rows, F, F, inputs({{{4, 5}, -3, 3}}, {t}),
+        run([](const Ins& in) { return nnf::cross_entropy_rows(in[0], in[1]).loss; }), kAccumulateOut)
+      .with([](const Refs& in, ScalarType) { return ref::cross_entropy(in[0], in[1], {}, -100, Reduce::None, 0); },
+            {0.5, 10, 16});
+  b.add("cross_entropy_rows/weight_smoothing_int32", OpId::cross_entropy_rows, F, F,
+        inputs({{{4, 5}, -3, 3}}, {t.to(kInt32), w}),
+        [acc](const Ins& in, ScalarType dt, Device) {
+          return nnf::cross_entropy_rows(in[0], in[1], acc(in[2], dt), -100, 0.2).loss;
+        },
+        kAccumulateOut)
+      .with([](const Refs& in, ScalarType) { return ref::cross_entropy(in[0], in[1], in[2].v, -100, Reduce::None, 0.2); },
+            {0.5, 10, 16});
+  // lse is not differentiable (it comes back detached): no data operand for the gradient check.
+  const auto plain = inputs({{{4, 5}, -3, 3}}, {t});
+  b.add("cross_entropy_rows/lse", OpId::cross_entropy_rows, F, F,
+        [plain](ScalarType dt) {
+          CaseInputs ci = plain(dt);
+          ci.data = 0;
+          return ci;
+        },
+        run([](const Ins& in) { return nnf::cross_entropy_rows(in[0], in[1]).lse; }), kAccumulateOut)
+      .with([](const Refs& in, ScalarType) { return ref::logsumexp_rows(in[0]); }, {0.5, 10, 8});
+  // grad_loss, logits, target, lse (from the stored logits in double, rounded to the
+  // accumulate type), weight.
+  auto backward_inputs = [t, w, acc](bool weighted) {
+    return [=](ScalarType dt) {
+      CaseInputs ci;
+      ci.data = 0b10;
+      const Tensor x = data(dt, {4, 5}, -3, 3, 41);
+      const ref::Ref lse = ref::logsumexp_rows({{4, 5}, x.to(kFloat64).to_vector<double>()});
+      ci.in = {acc(data(kFloat64, {4}, -2, 2, 40), dt), x, t, acc(from_vector(lse.v, {4}), dt)};
+      if (weighted) ci.in.push_back(acc(w, dt));
+      return ci;
+    };
+  };
+  // g (A p - a): lse's rounding and x - lse (|.| <= 8 + 6) move p by that many roundings, at
+  // |g| (A p + a) <= 2 (2 + 2).
+  b.add("cross_entropy_rows_backward", OpId::cross_entropy_rows_backward, F, F, backward_inputs(false),
+        run([](const Ins& in) { return nnf::cross_entropy_rows_backward(in[0], in[1], in[2], in[3]); }))
+      .with([](const Refs& in, ScalarType) { return ref::cross_entropy_rows_grad(in[0], in[1], in[2], {}, -100, 0); },
+            {0.5, 24, 8});
+  b.add("cross_entropy_rows_backward/weight_smoothing", OpId::cross_entropy_rows_backward, F, F, backward_inputs(true),
+        run([](const Ins& in) {
+          return nnf::cross_entropy_rows_backward(in[0], in[1], in[2], in[3], in[4], -100, 0.2);
+        }))
+      .with([](const Refs& in, ScalarType) {
+        return ref::cross_entropy_rows_grad(in[0], in[1], in[2], in[4].v, -100, 0.2);
+      }, {0.5, 24, 8});
+}
+
 constexpr double kNormEps = 1e-5;
 
 // grad_y and x (data in dt) over `normalized` trailing dims, the statistics of x as layer_norm
@@ -635,6 +697,7 @@ void add_nn_cases(Builder& b) {
   add_norm_cases(b);
   add_softmax_backward_cases(b);
   add_activation_backward_cases(b);
+  add_cross_entropy_rows_cases(b);
   add_norm_backward_cases(b);
   add_dropout_cases(b);
   add_class_loss_cases(b);

@@ -338,6 +338,38 @@ Ref cross_entropy(const Ref& logits, const Ref& target, const Vec& weight, int64
   return reduce_loss(per, r, den);
 }
 
+Ref logsumexp_rows(const Ref& logits) {
+  const int64_t N = logits.sizes[0], C = logits.sizes[1];
+  Ref out{{N}, Vec(at(N))};
+  for (int64_t n = 0; n < N; ++n) {
+    double m = -kInf, z = 0;
+    for (int64_t c = 0; c < C; ++c) m = std::max(m, logits.v[at(n * C + c)]);
+    for (int64_t c = 0; c < C; ++c) z += std::exp(logits.v[at(n * C + c)] - m);
+    out.v[at(n)] = m + std::log(z);
+  }
+  return out;
+}
+
+Ref cross_entropy_rows_grad(const Ref& g, const Ref& logits, const Ref& target, const Vec& weight,
+                            int64_t ignore_index, double smoothing) {
+  const int64_t N = logits.sizes[0], C = logits.sizes[1];
+  const Ref lse = logsumexp_rows(logits);
+  Ref out{logits.sizes, Vec(at(N * C), 0.0)};
+  for (int64_t n = 0; n < N; ++n) {
+    const auto t = static_cast<int64_t>(target.v[at(n)]);
+    if (t == ignore_index) continue;
+    auto a = [&](int64_t c) {
+      auto w = [&](int64_t k) { return weight.empty() ? 1.0 : weight[at(k)]; };
+      return smoothing * w(c) / static_cast<double>(C) + (c == t ? (1 - smoothing) * w(t) : 0.0);
+    };
+    double A = 0;
+    for (int64_t c = 0; c < C; ++c) A += a(c);
+    for (int64_t c = 0; c < C; ++c)
+      out.v[at(n * C + c)] = g.v[at(n)] * (A * std::exp(logits.v[at(n * C + c)] - lse.v[at(n)]) - a(c));
+  }
+  return out;
+}
+
 Ref cross_entropy_probs(const Ref& logits, const Ref& probs, const Vec& weight, Reduce r, double smoothing) {
   const bool single = logits.sizes.size() == 1;
   const int64_t N = single ? 1 : logits.sizes[0], C = single ? logits.sizes[0] : logits.sizes[1];

@@ -68,6 +68,13 @@ Ref reduce_loss(const Ref& per, Reduce r, double denominator);
 // then s must be 0).
 Ref cross_entropy(const Ref& logits, const Ref& target, const Vec& weight, int64_t ignore_index, Reduce r,
                   double smoothing, bool already_log = false);
+// The rows of cross_entropy_rows (logits [N, C], target [N]): each row's logsumexp, and the
+// gradient of the per-row losses (cross_entropy with Reduce::None) times g [N], written as
+// g (A p_c - a_c) with a_c = (1 - s) w_t [c == t] + s w_c / C, A = sum of a_c, p = softmax
+// (0 on rows whose target is ignore_index).
+Ref logsumexp_rows(const Ref& logits);
+Ref cross_entropy_rows_grad(const Ref& g, const Ref& logits, const Ref& target, const Vec& weight,
+                            int64_t ignore_index, double smoothing);
 // Cross entropy against class probabilities of the logits' shape, smoothed; the mean divides by N * d...
 Ref cross_entropy_probs(const Ref& logits, const Ref& probs, const Vec& weight, Reduce r, double smoothing);
 // Pair losses of broadcast (input, target): "mse", "l1", "smooth_l1" (beta), "huber" (delta).
