@@ -17,6 +17,7 @@
 
 #include <mixt/kernels/cuda/emulated/emulator.h>
 #include <mixt/kernels/cuda/launch_kernel.cuh>
+#include <mixt/mixt.h>
 
 #include "gpu_checks.h"
 
@@ -304,11 +305,37 @@ void off_by_one_tail(const char* self) {
 #endif
 }
 
+// A malformed setting, in a child process (the settings are read once per process): no
+// device, and every CUDA use raises mixt::Error quoting the setting; the process goes on.
+int bad_setting_child() {
+  const std::string reason = mixt::cuda::unavailable_reason();
+  int bad = 0;
+  if (mixt::cuda::is_available()) ++bad;
+  if (reason.find("MIXT_EMULATED_ORDER=sideways") == std::string::npos) ++bad;
+  try {
+    (void)mixt::zeros({4}).to(mixt::Device::cuda());
+    ++bad;
+  } catch (const mixt::Error& e) {
+    if (std::string(e.what()).find("MIXT_EMULATED_ORDER=sideways") == std::string::npos) ++bad;
+  }
+  std::printf("bad-setting child: reason \"%s\", %d problems\n", reason.c_str(), bad);
+  return bad == 0 ? 0 : 1;
+}
+
+void bad_setting(const char* self) {
+  const std::string cmd =
+      std::string("MIXT_EMULATED_ORDER=sideways ASAN_OPTIONS=detect_leaks=0 '") + self + "' --bad-setting-child";
+  const int status = std::system(cmd.c_str());
+  expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+         "a malformed MIXT_EMULATED_ORDER leaves no device; CUDA uses raise mixt::Error quoting it, nothing exits");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   setenv("MIXT_EMULATED_ASYNC", "deferred", 1);  // before the first CUDA call reads the settings
   if (argc > 1 && std::strcmp(argv[1], "--tail-child") == 0) return tail_child();
+  if (argc > 1 && std::strcmp(argv[1], "--bad-setting-child") == 0) return bad_setting_child();
   group("emulator: removed __syncthreads", removed_barrier);
   group("emulator: divergent barriers", divergent_barriers);
   group("emulator: launch limits and shared memory", limits);
@@ -316,6 +343,7 @@ int main(int argc, char** argv) {
   group("emulator: legacy stream racing a non-blocking one", legacy_race);
   group("emulator: memory, properties, streams", memory_and_streams);
   group("emulator: off-by-one tail", [&] { off_by_one_tail(argv[0]); });
+  group("emulator: a malformed setting", [&] { bad_setting(argv[0]); });
   std::printf("test_emulated_device: %d checks, %d failures\n", mixt::testing::g_checks, mixt::testing::g_failures);
   return mixt::testing::g_failures == 0 ? 0 : 1;
 }

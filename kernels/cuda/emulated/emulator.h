@@ -24,6 +24,10 @@ struct Settings {
   uint64_t seed = 1;                          // MIXT_EMULATED_SEED (shuffle order)
   AsyncMode async = AsyncMode::Eager;         // MIXT_EMULATED_ASYNC=eager|deferred
   int workers = 0;                            // MIXT_EMULATED_WORKERS (0: the CPU's threads)
+  // The first malformed setting ("MIXT_EMULATED_ORDER=sideways is not valid (expected ...)"):
+  // then there is no device, and cudaGetDeviceCount fails with cudaErrorInitializationError,
+  // whose text carries this message (mixt raises it from the first CUDA use, never exits).
+  std::string error;
 };
 const Settings& settings();
 // The name every emulated device reports (cudaDeviceProp::name).

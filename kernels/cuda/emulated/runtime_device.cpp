@@ -4,6 +4,7 @@
 // the toolkit header's signature (cuda_runtime_api.h) and the documented behaviour of
 // the real runtime for what mixt calls; docs/emulated-cuda.md lists the subset.
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,36 +32,57 @@ size_t parse_bytes(const char* text) {
   }
 }
 
-[[noreturn]] void bad_setting(const char* name, const char* value, const char* expected) {
-  std::fprintf(stderr, "mixt emulated CUDA device: %s=%s is not valid (expected %s)\n", name, value, expected);
-  std::exit(2);
+// Records the first malformed setting; the device count drops to 0 (Settings::error).
+void bad_setting(Settings& s, const char* name, const char* value, const char* expected) {
+  if (s.error.empty())
+    s.error = std::string(name) + "=" + value + " is not valid (expected " + expected + ")";
+  s.device_count = 0;
+}
+
+// A whole decimal number in [lo, hi], or false.
+bool parse_integer(const char* text, long long lo, long long hi, long long* out) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || errno == ERANGE || v < lo || v > hi) return false;
+  *out = v;
+  return true;
 }
 
 Settings read_settings() {
   Settings s;
+  long long n = 0;
   if (const char* v = std::getenv("MIXT_EMULATED_DEVICES")) {
-    char* end = nullptr;
-    const long n = std::strtol(v, &end, 10);
-    if (end == v || *end != '\0' || n < 0 || n > 16) bad_setting("MIXT_EMULATED_DEVICES", v, "0 to 16");
-    s.device_count = static_cast<int>(n);
+    if (parse_integer(v, 0, 16, &n)) s.device_count = static_cast<int>(n);
+    else bad_setting(s, "MIXT_EMULATED_DEVICES", v, "0 to 16");
   }
   if (const char* v = std::getenv("MIXT_EMULATED_MEMORY")) {
     s.memory_bytes = parse_bytes(v);
-    if (s.memory_bytes == 0) bad_setting("MIXT_EMULATED_MEMORY", v, "a size such as 512M or 8G");
+    if (s.memory_bytes == 0) bad_setting(s, "MIXT_EMULATED_MEMORY", v, "a size such as 512M or 8G");
   }
   if (const char* v = std::getenv("MIXT_EMULATED_ORDER")) {
     if (std::strcmp(v, "natural") == 0) s.order = BlockOrder::Natural;
     else if (std::strcmp(v, "reverse") == 0) s.order = BlockOrder::Reverse;
     else if (std::strcmp(v, "shuffle") == 0) s.order = BlockOrder::Shuffle;
-    else bad_setting("MIXT_EMULATED_ORDER", v, "natural, reverse or shuffle");
+    else bad_setting(s, "MIXT_EMULATED_ORDER", v, "natural, reverse or shuffle");
   }
-  if (const char* v = std::getenv("MIXT_EMULATED_SEED")) s.seed = std::strtoull(v, nullptr, 10);
+  if (const char* v = std::getenv("MIXT_EMULATED_SEED")) {
+    char* end = nullptr;
+    errno = 0;
+    s.seed = std::strtoull(v, &end, 10);
+    if (end == v || *end != '\0' || errno == ERANGE || *v == '-')
+      bad_setting(s, "MIXT_EMULATED_SEED", v, "an unsigned 64-bit integer");
+  }
   if (const char* v = std::getenv("MIXT_EMULATED_ASYNC")) {
     if (std::strcmp(v, "eager") == 0) s.async = AsyncMode::Eager;
     else if (std::strcmp(v, "deferred") == 0) s.async = AsyncMode::Deferred;
-    else bad_setting("MIXT_EMULATED_ASYNC", v, "eager or deferred");
+    else bad_setting(s, "MIXT_EMULATED_ASYNC", v, "eager or deferred");
   }
-  if (const char* v = std::getenv("MIXT_EMULATED_WORKERS")) s.workers = std::atoi(v);
+  if (const char* v = std::getenv("MIXT_EMULATED_WORKERS")) {
+    if (parse_integer(v, 0, 1024, &n)) s.workers = static_cast<int>(n);
+    else bad_setting(s, "MIXT_EMULATED_WORKERS", v, "0 to 1024 (0: one per CPU thread)");
+  }
+  if (!s.error.empty()) std::fprintf(stderr, "mixt emulated CUDA device: %s\n", s.error.c_str());
   return s;
 }
 
@@ -189,12 +211,17 @@ const char* cudaGetErrorString(cudaError_t e) {
            last_fault() + ")";
     return text.c_str();
   }
+  if (e == cudaErrorInitializationError && !settings().error.empty()) {
+    static const std::string text = "initialization error (emulated CUDA device: " + settings().error + ")";
+    return text.c_str();
+  }
   const ErrorText* t = find_error(e);
   return t ? t->text : "unrecognized error code";
 }
 
 cudaError_t cudaGetDeviceCount(int* count) {
   if (count == nullptr) return set_last_error(cudaErrorInvalidValue);
+  if (!settings().error.empty()) return set_last_error(cudaErrorInitializationError);
   if (settings().device_count == 0) return set_last_error(cudaErrorNoDevice);  // the count is left unset, as CUDA does
   *count = settings().device_count;
   return cudaSuccess;
