@@ -1,6 +1,7 @@
 // mixt-bench kernels: the memory-bound kernels of the speed targets — casts,
 // plain elementwise ops, softmax / log_softmax / layer_norm / rms_norm / gelu (and the
-// fused backward ops of softmax and the norms), the
+// fused backward ops of softmax, the norms and gelu/silu; cross_entropy forward and
+// backward, fused and as separate ops), the
 // fused unscale + check and the fused AdamW step — in GB/s and as a ratio to the
 // device's copy rate measured in the same run (on the CPU: memcpy split over the
 // OpenMP threads; on CUDA: mixt's device-to-device copy_). Every figure is the
@@ -178,6 +179,23 @@ int run_kernels(const cli::Args& args) {
           (void)mul(g, add(cdf, mul(x, pdf)));
         }), 0);
     row("silu_backward" + s, 1.5 * bytes, median_seconds(device, reps, inner, [&] { (void)F::silu_backward(g, x); }), 0);
+    // cross_entropy's forward and backward through autograd (read the logits twice forward, once
+    // backward, write their gradient once: counted as three passes), fused (cross_entropy_rows)
+    // and as the separate ops a user would write (log_softmax, then nll_loss), for the ratio.
+    {
+      std::vector<int64_t> tv(static_cast<size_t>(z.rows));
+      for (size_t i = 0; i < tv.size(); ++i) tv[i] = static_cast<int64_t>((i * 7919) % static_cast<size_t>(z.cols));
+      const Tensor target = from_vector(tv, {z.rows}).to(device);
+      Tensor xg = x.detach();
+      xg.requires_grad_(true);
+      auto fwd_bwd = [&](auto&& loss_of) { (void)autograd::grad({loss_of()}, {xg}); };
+      row("cross_entropy fwd+bwd" + s, 1.5 * bytes, median_seconds(device, reps, inner, [&] {
+            fwd_bwd([&] { return F::cross_entropy(xg, target); });
+          }), 0);
+      row("cross_entropy fwd+bwd as separate ops" + s, 1.5 * bytes, median_seconds(device, reps, inner, [&] {
+            fwd_bwd([&] { return F::nll_loss(F::log_softmax(xg, 1), target); });
+          }), 0);
+    }
   }
 
   // ---- the fused multi-tensor ops ----

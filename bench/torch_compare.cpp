@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 #include <omp.h>
@@ -28,6 +29,8 @@ Work unary_f32(const Inputs& in) { return {.bytes = 8 * elements(in)}; }
 Work binary_f32(const Inputs& in) { return {.bytes = 12 * elements(in)}; }
 // Reads x, writes a row or column of results (float32).
 Work reduce_f32(const Inputs& in) { return {.bytes = 4 * elements(in) + 4 * static_cast<double>(in.n)}; }
+// Reads x as logits and an int64 target per row, writes one loss (float32).
+Work logits_f32(const Inputs& in) { return {.bytes = 4 * elements(in) + 8 * static_cast<double>(in.n)}; }
 // Reads x and its affine parameters, writes one output (float32).
 Work norm_f32(const Inputs& in) { return {.bytes = 8 * elements(in) + 8 * static_cast<double>(in.n)}; }
 // Reads bfloat16 x, writes one bfloat16 output.
@@ -70,6 +73,9 @@ Inputs make_inputs(int64_t n, int64_t mm_n) {
   in.x_bf16 = in.x.to(kBFloat16);
   in.weight = add(mul(randn({n}, f32, &gen), 0.1), 1.0);
   in.bias = mul(randn({n}, f32, &gen), 0.1);
+  std::vector<int64_t> target(static_cast<size_t>(n));
+  for (size_t i = 0; i < target.size(); ++i) target[i] = static_cast<int64_t>((i * 7919) % static_cast<size_t>(n));
+  in.target = from_vector(target, {n});
   in.cast_out = empty({n, n}, {.dtype = kBFloat16});
   in.a = randn({mm_n, mm_n}, f32, &gen);
   in.b = randn({mm_n, mm_n}, f32, &gen);
@@ -97,6 +103,8 @@ const std::vector<OpSpec>& op_specs() {
        [](Inputs& in) { return F::layer_norm(in.x, {in.n}, in.weight, in.bias); }},
       {"rms_norm", "rms_norm f32 over dim 1", norm_f32, {.atol = 1e-5, .rtol = 1e-4},
        [](Inputs& in) { return F::rms_norm(in.x, {in.n}, in.weight); }},
+      {"cross_entropy", "cross_entropy f32 [n, n] (mean)", logits_f32, kSums,
+       [](Inputs& in) { return F::cross_entropy(in.x, in.target); }},
       {"sum", "sum f32 over dim 1", reduce_f32, kSums, [](Inputs& in) { return sum(in.x, {1}); }},
       {"mean", "mean f32 over dim 1", reduce_f32, kSums, [](Inputs& in) { return mean(in.x, {1}); }},
       {"amax", "amax f32 over dim 1", reduce_f32, {}, [](Inputs& in) { return amax(in.x, {1}); }},

@@ -24,6 +24,7 @@ struct Inputs {
   Tensor x = {}, y = {};   // float32 [n, n], standard normal
   Tensor x_bf16 = {};      // x rounded to bfloat16
   Tensor weight = {}, bias = {};  // float32 [n]: layer_norm's affine parameters
+  Tensor target = {};      // int64 [n]: a class in [0, n) per row of x (cross_entropy)
   Tensor cast_out = {};    // bfloat16 [n, n]: the preallocated output of the cast (both sides copy_ into theirs)
   Tensor a = {}, b = {};   // float32 [mm_n, mm_n]
   Tensor a_bf16 = {}, b_bf16 = {};  // a and b rounded to bfloat16

@@ -75,6 +75,10 @@ PeerSide libtorch_side(const OpSpec& spec, const Inputs& in) {
       f = [x] { return at::softmax(x, 1); };
     } else if (id == "log_softmax") {
       f = [x] { return at::log_softmax(x, 1); };
+    } else if (id == "cross_entropy") {
+      const std::vector<int64_t> tv = in.target.to_vector<int64_t>();
+      const at::Tensor t = at::tensor(tv, at::TensorOptions().dtype(at::kLong));
+      f = [x, t] { return at::cross_entropy_loss(x, t); };
     } else if (id == "sum") {
       f = [x] { return at::sum(x, {1}); };
     } else if (id == "sum_dim0") {

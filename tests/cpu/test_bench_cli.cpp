@@ -412,10 +412,12 @@ TEST_CASE("mixt-bench kernels --small measures every kernel against the copy rat
     CHECK(row["gbs"].get<double>() > 0);
     CHECK(row["x_copy"].get<double>() > 0);
   }
-  REQUIRE(names.size() == 22);
+  REQUIRE(names.size() == 24);
   for (const char* kernel : {"cast float32 -> bfloat16", "cast bfloat16 -> float32", "softmax [256, 4096] bf16",
                              "rms_norm [256, 4096] bf16", "layer_norm_backward [256, 4096] bf16",
                              "gelu_backward [256, 4096] bf16", "gelu_backward as separate ops [256, 4096] bf16",
+                             "cross_entropy fwd+bwd [256, 4096] bf16",
+                             "cross_entropy fwd+bwd as separate ops [256, 4096] bf16",
                              "unscale+check 2e+06 f32 in 2000 tensors",
                              "fused AdamW over 1e+06 f32 parameters"})
     CHECK(std::find(names.begin(), names.end(), kernel) != names.end());
