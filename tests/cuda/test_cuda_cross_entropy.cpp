@@ -281,6 +281,20 @@ int main() {
                    std::isfinite(loss.data_ptr<float>()[4]),
                what + ": the bad row is NaN, the others computed");
       }
+    // Through cross_entropy: the call itself does not wait for the device (no sync per loss);
+    // the kernel's finding raises at the next wait.
+    {
+      Tensor t = zeros({8}, {.dtype = kInt64});
+      t.data_ptr<int64_t>()[3] = 31;
+      bool raised_at_call = false;
+      try {
+        (void)nn::functional::cross_entropy(x, t.to(kGpu));
+      } catch (const Error&) {
+        raised_at_call = true;
+      }
+      expect(!raised_at_call, "cross_entropy with a bad target does not wait for the device at the call");
+      expect_error("cross_entropy with a bad target: at the next wait", [] { cuda::synchronize(); });
+    }
     // The error names the kernel's finding.
     Tensor t = zeros({8}, {.dtype = kInt64});
     t.data_ptr<int64_t>()[0] = 99;
