@@ -78,6 +78,14 @@ HWY_INLINE V ExpSpecial(D d, V x) {
   return hn::IfThenElse(hn::IsNaN(x), x, r);
 }
 
+// exp of arguments that are never NaN nor above 0 (x - m with m the finite maximum of a
+// row without NaN): Highway's Exp alone, whose results there are ExpSpecial's bits (its
+// lower bound gives 0 for -Inf), without the two selects for overflow and NaN.
+template <class D, class V>
+HWY_INLINE V ExpNonPositive(D d, V x) {
+  return hn::Exp(d, x);
+}
+
 // out[i] = f(d, in-vectors at i) for i < n over whole vectors of M; the tail goes
 // through blocks padded with `pad`, so f only ever sees whole vectors.
 template <class M, class F>
@@ -119,7 +127,8 @@ HWY_INLINE M RowMax(const M* x, int64_t n, bool& has_nan) {
   return m;
 }
 
-// exp(x - m) for the row (stored to y when kStore) and its slot sum in double. Each vector
+// exp(x - m) for the row (stored to y when kStore) and its slot sum in double; the callers
+// have ruled out NaN and an infinite maximum, so every argument is in [-Inf, 0]. Each vector
 // of exps is added to its slots from registers as it is stored (a reload of the fresh store
 // would wait on store forwarding); the same terms in the same slots as SlotSum. block(i)
 // runs after each whole block of kSlots elements at i, for other slot sums that ride along
@@ -134,7 +143,7 @@ HWY_INLINE double ExpSumInto(const M* x, M* y, int64_t n, M m, const Block& bloc
   int64_t i = 0;
   for (; i + kSlots <= n; i += kSlots) {
     for (int64_t k = 0; k < kSlots; k += L) {
-      const auto e = ExpSpecial(d, hn::Sub(hn::LoadU(d, x + i + k), vm));
+      const auto e = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i + k), vm));
       if constexpr (kStore) hn::StoreU(e, d, y + i + k);
       const size_t a = static_cast<size_t>(k) / kL64;
       if constexpr (std::is_same_v<M, double>) {
@@ -153,7 +162,8 @@ HWY_INLINE double ExpSumInto(const M* x, M* y, int64_t n, M m, const Block& bloc
   }
   HWY_ALIGN M tail[kSlots];  // the exps of the last n - i < kSlots elements when not stored
   M* const yt = kStore ? y + i : tail;
-  MapWhole<M>(n - i, yt, m, x + i, nullptr, [m](auto dm, auto v, auto) { return ExpSpecial(dm, hn::Sub(v, hn::Set(dm, m))); });
+  MapWhole<M>(n - i, yt, m, x + i, nullptr,
+              [m](auto dm, auto v, auto) { return ExpNonPositive(dm, hn::Sub(v, hn::Set(dm, m))); });
   return FinishSlots(acc, i, n, [yt, i](int64_t j) { return static_cast<double>(yt[j - i]); });
 }
 
