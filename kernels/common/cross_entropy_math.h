@@ -20,6 +20,15 @@
 
 namespace mixt::cross_entropy_math {
 
+enum class TargetKind : int8_t { Class, Ignored, OutOfBounds };
+
+// What a row's target t is among `classes` classes. ignore_index wins over a class: a
+// row whose target equals it is ignored even when it names a class (PyTorch's rule).
+MIXT_HD inline TargetKind target_kind(int64_t t, int64_t classes, int64_t ignore_index) {
+  if (t == ignore_index) return TargetKind::Ignored;
+  return t >= 0 && t < classes ? TargetKind::Class : TargetKind::OutOfBounds;
+}
+
 // One row's loss from log(s), the target's gap m - x_t, its weight w_t, the weighted gap
 // sum G = sum of w_c (m - x_c), W = sum of w_c, eps and C. G and W are read only when eps > 0.
 MIXT_HD inline double row_loss(double log_s, double target_gap, double w_t, double gap_sum, double sum_w,

@@ -35,7 +35,7 @@ std::vector<int64_t> checked_targets(const OpCall& c, const CrossEntropyRowsPlan
   else
     std::copy_n(t.data_ptr<int64_t>(), p.rows, v.begin());
   for (const int64_t k : v)
-    MIXT_CHECK_OP(k == ignore_index || (k >= 0 && k < p.classes), c,
+    MIXT_CHECK_OP(cem::target_kind(k, p.classes, ignore_index) != cem::TargetKind::OutOfBounds, c,
                   "target {} is out of bounds: classes are [0, {}) (ignore_index {})", k, p.classes, ignore_index);
   return v;
 }

@@ -10,20 +10,16 @@
 
 #include <cuda_runtime_api.h>
 
+#include <mixt/kernels/common/cross_entropy_math.h>
 #include <mixt/kernels/cuda/device_error.h>
 #include <mixt/runtime/dtype.h>
 #include <mixt/runtime/macros.h>
 
 namespace mixt::cuda {
 
-enum class TargetKind : int8_t { Class, Ignored, OutOfBounds };
-
-// What a row's target t is among `classes` classes. ignore_index wins over a class: a
-// row whose target equals it is ignored even when it names a class (PyTorch's rule).
-MIXT_HD inline TargetKind target_kind(int64_t t, int64_t classes, int64_t ignore_index) {
-  if (t == ignore_index) return TargetKind::Ignored;
-  return t >= 0 && t < classes ? TargetKind::Class : TargetKind::OutOfBounds;
-}
+// The rule that sorts a row's target, shared with the CPU kernel.
+using cross_entropy_math::TargetKind;
+using cross_entropy_math::target_kind;
 
 // The rows of contiguous logits [rows, classes] (dtype, floating) with contiguous targets
 // [rows] (int64 or int32) and, when not null, a contiguous weight [classes]; the weight,
