@@ -35,6 +35,8 @@ Work logits_f32(const Inputs& in) { return {.bytes = 4 * elements(in) + 8 * stat
 Work norm_f32(const Inputs& in) { return {.bytes = 8 * elements(in) + 8 * static_cast<double>(in.n)}; }
 // Reads bfloat16 x, writes one bfloat16 output.
 Work unary_bf16(const Inputs& in) { return {.bytes = 4 * elements(in)}; }
+// Reads bfloat16 x and y, writes one bfloat16 output.
+Work binary_bf16(const Inputs& in) { return {.bytes = 6 * elements(in)}; }
 // Reads float32 x, writes bfloat16.
 Work cast_f32_bf16(const Inputs& in) { return {.bytes = 6 * elements(in)}; }
 Work gemm(const Inputs& in) { return {.flops = 2.0 * std::pow(static_cast<double>(in.mm_n), 3)}; }
@@ -71,6 +73,7 @@ Inputs make_inputs(int64_t n, int64_t mm_n) {
   in.x = randn({n, n}, f32, &gen);
   in.y = randn({n, n}, f32, &gen);
   in.x_bf16 = in.x.to(kBFloat16);
+  in.y_bf16 = in.y.to(kBFloat16);
   in.weight = add(mul(randn({n}, f32, &gen), 0.1), 1.0);
   in.bias = mul(randn({n}, f32, &gen), 0.1);
   std::vector<int64_t> target(static_cast<size_t>(n));
@@ -87,6 +90,7 @@ Inputs make_inputs(int64_t n, int64_t mm_n) {
 const std::vector<OpSpec>& op_specs() {
   static const std::vector<OpSpec> specs = {
       {"add", "add f32", binary_f32, {}, [](Inputs& in) { return add(in.x, in.y); }},
+      {"add_bf16", "add bf16", binary_bf16, {}, [](Inputs& in) { return add(in.x_bf16, in.y_bf16); }},
       {"exp", "exp f32", unary_f32, kUlps, [](Inputs& in) { return exp(in.x); }},
       {"sigmoid", "sigmoid f32", unary_f32, kUlps, [](Inputs& in) { return sigmoid(in.x); }},
       {"tanh", "tanh f32", unary_f32, kUlps, [](Inputs& in) { return tanh(in.x); }},

@@ -22,7 +22,7 @@ namespace mixt::bench::compare {
 struct Inputs {
   int64_t n = 0, mm_n = 0;
   Tensor x = {}, y = {};   // float32 [n, n], standard normal
-  Tensor x_bf16 = {};      // x rounded to bfloat16
+  Tensor x_bf16 = {}, y_bf16 = {};  // x and y rounded to bfloat16
   Tensor weight = {}, bias = {};  // float32 [n]: layer_norm's affine parameters
   Tensor target = {};      // int64 [n]: a class in [0, n) per row of x (cross_entropy)
   Tensor cast_out = {};    // bfloat16 [n, n]: the preallocated output of the cast (both sides copy_ into theirs)

@@ -46,6 +46,9 @@ PeerSide libtorch_side(const OpSpec& spec, const Inputs& in) {
   } else if (id == "softmax_bf16") {
     const at::Tensor x = to_torch(in.x_bf16);
     f = [x] { return at::softmax(x, 1); };
+  } else if (id == "add_bf16") {
+    const at::Tensor x = to_torch(in.x_bf16), y = to_torch(in.y_bf16);
+    f = [x, y] { return at::add(x, y); };
   } else {
     const at::Tensor x = to_torch(in.x);
     if (id == "add") {

@@ -486,6 +486,7 @@ TEST_CASE("torch-compare: bytes and FLOPs per op, the share of the copy rate, th
   CHECK(work["add"].bytes == 12 * 64);            // reads x and y, writes the sum
   CHECK(work["softmax"].bytes == 8 * 64);         // float32 in, float32 out
   CHECK(work["softmax_bf16"].bytes == 4 * 64);    // bfloat16 in and out
+  CHECK(work["add_bf16"].bytes == 6 * 64);        // two bfloat16 inputs, one output
   CHECK(work["cast_bf16"].bytes == 6 * 64);       // float32 in, bfloat16 out
   CHECK(work["sum"].bytes == 4 * 64 + 4 * 8);     // a row of 8 sums out
   CHECK(work["sum_dim0"].bytes == 4 * 64 + 4 * 8);

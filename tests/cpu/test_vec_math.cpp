@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -18,21 +17,15 @@
 #include <mixt/kernels/cpu/vec/unary_math.h>
 #include <mixt/mixt.h>
 
+#include "ulps.h"
+
 using namespace mixt;
+using mixt::testing::bits_float;
+using mixt::testing::float_bits;
 using namespace mixt::cpu::vec;
 
 namespace {
 
-float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-uint32_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
 
 std::vector<Isa> supported_isas() {
   std::vector<Isa> v;

@@ -14,6 +14,7 @@
 // eighth. Full text in docs/notes/numerics.md.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -135,6 +136,10 @@ inline bool within(ScalarType dt, double got, double ref, const Tolerance& t, do
   if (std::isinf(got)) return false;
   return std::abs(got - ref) <= allowed_error(dt, ref, t) + slack;
 }
+
+// The bits of a float32, and the float32 of 32 bits.
+inline uint32_t float_bits(float f) { return std::bit_cast<uint32_t>(f); }
+inline float bits_float(uint32_t u) { return std::bit_cast<float>(u); }
 
 // True when x is +0.0 or -0.0 with the sign of `want_negative` (never compare zeros with ==).
 inline bool is_zero_with_sign(double x, bool want_negative) { return x == 0 && std::signbit(x) == want_negative; }
