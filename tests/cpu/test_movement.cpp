@@ -55,6 +55,31 @@ TEST_CASE("copy_ between overlapping views of one storage", "[movement]") {
   CHECK(t.to_vector<float>() == std::vector<float>{0, 0, 1, 2, 3});
 }
 
+TEST_CASE("large contiguous copies split over the threads; blobs over shared memory copy as memmove", "[movement]") {
+  // Sizes around the split (256 KiB a thread), an odd byte count among them.
+  for (int64_t n : {int64_t{65536}, int64_t{131072} + 3, int64_t{1} << 21}) {
+    INFO(n);
+    const Tensor src = arange(0, n, 1, {.dtype = kInt32});
+    CHECK(equal(src.clone(), src));
+    Tensor dst = zeros({n}, {.dtype = kInt32});
+    dst.copy_(src);
+    CHECK(equal(dst, src));
+    Tensor odd = zeros({4 * n + 1}, {.dtype = kUInt8}).narrow(0, 1, 4 * n);  // byte copies from an odd address
+    odd.copy_(src.view(kUInt8));
+    CHECK(equal(odd, src.view(kUInt8)));
+  }
+  // Two blobs over one buffer, 1 MiB apart: separate storages whose ranges overlap.
+  const int64_t n = int64_t{1} << 20, shift = int64_t{1} << 18;
+  std::vector<int32_t> buffer(static_cast<size_t>(n + shift));
+  for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<int32_t>(i);
+  Tensor low = from_blob(buffer.data(), {n}, {1}, kInt32);
+  Tensor high = from_blob(buffer.data() + shift, {n}, {1}, kInt32);
+  high.copy_(low);  // forwards over an overlap: only a memmove gives the old values
+  const Tensor want = arange(0, n, 1, {.dtype = kInt32});
+  CHECK(equal(from_blob(buffer.data() + shift, {n}, {1}, kInt32), want));
+  for (size_t i = 0; i < static_cast<size_t>(shift); ++i) REQUIRE(buffer[i] == static_cast<int32_t>(i));
+}
+
 TEST_CASE("clone and contiguous", "[movement]") {
   Tensor t = from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}).t();
   Tensor c = t.contiguous();
