@@ -13,6 +13,7 @@
 #include <mixt/kernels/common/host_copy.h>
 #include <mixt/kernels/common/index_checks.h>
 #include <mixt/kernels/common/index_math.h>
+#include <mixt/kernels/cpu/elementwise_loops.h>
 #include <mixt/kernels/cpu/loops.h>
 #include <mixt/kernels/cpu/register.h>
 #include <mixt/runtime/dtype_visit.h>
@@ -23,17 +24,6 @@ namespace {
 
 using index_checks::at_least_1d;
 using index_checks::kIndexDtypes;
-
-// Calls f(TypeTag<U>) with the unsigned integer type of `size` bytes (a dtype's element size).
-template <class F>
-void visit_size(int64_t size, F&& f) {
-  switch (size) {
-    case 1: f(TypeTag<uint8_t>{}); break;
-    case 2: f(TypeTag<uint16_t>{}); break;
-    case 4: f(TypeTag<uint32_t>{}); break;
-    default: f(TypeTag<uint64_t>{}); break;
-  }
-}
 
 // The storage bytes of `value` converted to `dtype` (floats truncate into integers; out of
 // an integer type's range raises: Note [Scalar conversions]).
@@ -281,8 +271,18 @@ void masked_fill_kernel(OpCall& c, DispatchKeySet) {
     std::memcpy(&value, &bits, sizeof(U));
     for_each(layout, base, [&](char** p, const int64_t* s, int64_t n) {
       // Mask bytes are read as uint8 so a stray byte value cannot be an invalid bool.
-      for (int64_t i = 0; i < n; ++i)
-        if (*reinterpret_cast<const uint8_t*>(p[1] + i * s[1])) std::memcpy(p[0] + i * s[0], &value, sizeof(U));
+      if (s[0] == sizeof(U) && s[1] == 1) {
+        U* o = reinterpret_cast<U*>(p[0]);
+        const uint8_t* m = reinterpret_cast<const uint8_t*>(p[1]);
+        for (int64_t i = 0; i < n; ++i) o[i] = select_bits(m[i], value, o[i]);
+        return;
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        U cur;
+        std::memcpy(&cur, p[0] + i * s[0], sizeof(U));
+        cur = select_bits(*reinterpret_cast<const uint8_t*>(p[1] + i * s[1]), value, cur);
+        std::memcpy(p[0] + i * s[0], &cur, sizeof(U));
+      }
     });
   });
 }

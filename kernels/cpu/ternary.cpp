@@ -1,6 +1,8 @@
 // Ternary elementwise kernels on the CPU: addcmul, addcdiv, lerp (and their
 // in-place forms) and where, with broadcasting of all operands. The ops come from the
 // shared list (kernels/common/elementwise_ops.h).
+#include <cstring>
+
 #include <mixt/dispatcher/dispatch.h>
 #include <mixt/kernels/common/elementwise_attrs.h>
 #include <mixt/kernels/common/host_copy.h>
@@ -20,9 +22,34 @@ void where_kernel(OpCall& c) {
     MIXT_CHECK_OP(c.in[i].is_cpu(), c, "expected CPU tensors, but input {} is on {}", i, c.in[i].device());
   const Tensor a = host::converted(c.in[1], dtype, c), b = host::converted(c.in[2], dtype, c);
   Tensor out = make_empty(shape, dtype, Device::cpu());
-  visit_dtype(dtype, "where", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    Map<T, bool, T, T>::apply(out, functors::Where<opmath_t<T>>{}, cond, a, b);
+  // The elements' bits are selected (a and b already hold the result dtype), without a
+  // branch; condition bytes are read as uint8, nonzero meaning true.
+  const OperandGeometry geom[4] = {{&out.sizes(), &out.strides(), out.element_size()},
+                                   {&cond.sizes(), &cond.strides(), cond.element_size()},
+                                   {&a.sizes(), &a.strides(), a.element_size()},
+                                   {&b.sizes(), &b.strides(), b.element_size()}};
+  const StridedLayout L = make_strided_layout(out.sizes(), geom);
+  char* base[4] = {static_cast<char*>(out.data_ptr()), static_cast<char*>(cond.data_ptr()),
+                   static_cast<char*>(a.data_ptr()), static_cast<char*>(b.data_ptr())};
+  visit_size(out.element_size(), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    for_each(L, base, [](char** p, const int64_t* s, int64_t n) {
+      if (s[0] == sizeof(U) && s[1] == 1 && s[2] == sizeof(U) && s[3] == sizeof(U)) {
+        U* o = reinterpret_cast<U*>(p[0]);
+        const uint8_t* k = reinterpret_cast<const uint8_t*>(p[1]);
+        const U* x = reinterpret_cast<const U*>(p[2]);
+        const U* y = reinterpret_cast<const U*>(p[3]);
+        for (int64_t i = 0; i < n; ++i) o[i] = select_bits(k[i], x[i], y[i]);
+        return;
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        U x, y;
+        std::memcpy(&x, p[2] + i * s[2], sizeof(U));
+        std::memcpy(&y, p[3] + i * s[3], sizeof(U));
+        const U r = select_bits(*reinterpret_cast<const uint8_t*>(p[1] + i * s[1]), x, y);
+        std::memcpy(p[0] + i * s[0], &r, sizeof(U));
+      }
+    });
   });
   if (c.out[0].defined()) {  // an out= call: the result is copied (and cast) into it
     MIXT_CHECK_OP(c.out[0].sizes() == shape, c, "the output has shape {} but the broadcast shape is {}",

@@ -566,6 +566,34 @@ TEST_CASE("lerp", "[ternary]") {
   CHECK_THROWS_AS(lerp(from_vector(std::vector<int32_t>{1}), from_vector(std::vector<int32_t>{2}), 0.5), Error);
 }
 
+TEST_CASE("where and masked_fill: random conditions over every element size, any layout", "[ternary]") {
+  // Random conditions defeat a branch predictor; the kernels select bits without branches.
+  const Tensor cond = gt(rand({67, 129}), 0.5);
+  const std::vector<bool> cv = cond.to_vector<bool>();
+  for (ScalarType dt : {kUInt8, kFloat16, kBFloat16, kFloat32, kFloat64, kInt64}) {
+    INFO(dt);
+    const Tensor a = mul(randn({67, 129}), 100.0).to(dt), b = mul(randn({67, 129}), 100.0).to(dt);
+    const std::vector<double> av = values(a), bv = values(b);
+    std::vector<double> chosen(av.size()), filled(av.size());
+    for (size_t i = 0; i < av.size(); ++i) {
+      chosen[i] = cv[i] ? av[i] : bv[i];
+      filled[i] = cv[i] ? 7.0 : av[i];
+    }
+    CHECK(values(where(cond, a, b)) == chosen);
+    CHECK(values(where(cond.t().contiguous().t(), a, b.t().contiguous().t())) == chosen);  // strided operands
+    CHECK(values(masked_fill(a, cond, 7)) == filled);
+    Tensor transposed = a.t().contiguous();
+    Tensor view = transposed.t();  // a strided destination
+    masked_fill_(view, cond, 7);
+    CHECK(values(view) == filled);
+  }
+  // Condition bytes other than 0 and 1 (a bool blob from outside) count as true.
+  std::vector<uint8_t> raw = {0, 1, 2, 255, 0};
+  const Tensor stray = from_blob(raw.data(), {5}, {1}, kBool);
+  CHECK(values(where(stray, ones({5}), zeros({5}))) == std::vector<double>{0, 1, 1, 1, 0});
+  CHECK(values(masked_fill(zeros({5}), stray, 1)) == std::vector<double>{0, 1, 1, 1, 0});
+}
+
 TEST_CASE("where", "[ternary]") {
   const Tensor c = bools({1, 0, 1});
   const Tensor a = make({1, 2, 3}, kFloat32), b = make({-1, -2, -3}, kFloat32);
