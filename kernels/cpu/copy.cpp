@@ -1,6 +1,7 @@
 // copy_ on the CPU: broadcasting, conversion between every pair of dtypes, and
 // overlap-safe copies within one storage; `to` and `clone` between CPU tensors; and the
 // host copy helpers kernels call directly (kernels/common/host_copy.h).
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -128,6 +129,62 @@ bool convert_run(char* out, const char* in, int64_t n) {
   }
 }
 
+// Note [Transposing copies]: a copy whose source runs along dim 1 of the layout while
+// the destination runs along dim 0 (x.t().contiguous(), a permute's copy) reads one cache
+// line per element when it follows the destination. The two dims go in tiles of
+// kTransposeTile squared instead, staged through a small buffer so that every line of
+// either side is read or written once, whole: rows a power-of-two apart share an L1 set,
+// and a tile read in place (its lines reused across the tile) was evicted before its
+// reuse. [2048, 4096] float32 .t().contiguous(): 26 ms one element at a time, 9 ms in
+// tiles read in place, about 3 ms staged (two threads).
+constexpr int64_t kTransposeTile = 32;
+
+// True when L (operand 0 the destination, 1 the source) is such a transposition, with both
+// dims long enough for tiles to pay.
+bool is_transposition(const StridedLayout& L, int64_t dst_element, int64_t src_element) {
+  return L.ndim >= 2 && L.strides[0][0] == dst_element && L.strides[1][1] == src_element &&
+         L.strides[1][0] != src_element && L.sizes[0] >= kTransposeTile / 2 && L.sizes[1] >= kTransposeTile / 2;
+}
+
+// The copy of Note [Transposing copies]: tiles of dims 0 and 1 for every index of the outer
+// dims, spread over the threads.
+template <class To, class From>
+void copy_transposed(const StridedLayout& L, char* const* base) {
+  const int64_t n0 = L.sizes[0], n1 = L.sizes[1];
+  const int64_t tiles0 = (n0 + kTransposeTile - 1) / kTransposeTile, tiles1 = (n1 + kTransposeTile - 1) / kTransposeTile;
+  int64_t outer = 1;
+  for (int d = 2; d < L.ndim; ++d) outer *= L.sizes[d];
+  const int64_t per_outer = tiles0 * tiles1;
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (kTransposeTile * kTransposeTile));
+  parallel_for(outer * per_outer, grain, [&](int64_t b, int64_t e) {
+    To buf[kTransposeTile][kTransposeTile];
+    for (int64_t task = b; task < e; ++task) {
+      int64_t rest = task / per_outer;
+      char* dst = base[0];
+      const char* src = base[1];
+      for (int d = 2; d < L.ndim; ++d) {
+        const int64_t i = rest % L.sizes[d];
+        rest /= L.sizes[d];
+        dst += i * L.strides[0][d];
+        src += i * L.strides[1][d];
+      }
+      const int64_t tile = task % per_outer;
+      const int64_t i0 = (tile / tiles1) * kTransposeTile, j0 = (tile % tiles1) * kTransposeTile;
+      const int64_t i1 = std::min(n0, i0 + kTransposeTile), j1 = std::min(n1, j0 + kTransposeTile);
+      // Source rows in, converted, to a transposed tile in L1; then whole destination rows out.
+      // Each line of either side is touched once, whatever the L1 set its stride maps to.
+      for (int64_t i = i0; i < i1; ++i) {
+        const From* in = reinterpret_cast<const From*>(src + i * L.strides[1][0]);  // unit stride along dim 1
+        for (int64_t j = j0; j < j1; ++j) buf[j - j0][i - i0] = convert<To>(in[j]);
+      }
+      for (int64_t j = j0; j < j1; ++j) {
+        To* out = reinterpret_cast<To*>(dst + j * L.strides[0][1]);
+        for (int64_t i = i0; i < i1; ++i) out[i] = buf[j - j0][i - i0];
+      }
+    }
+  });
+}
+
 }  // namespace mixt::cpu
 
 namespace mixt::host {
@@ -154,6 +211,7 @@ void copy_into(const Tensor& dst, const Tensor& src_in, const OpCall& c) {
       using From = typename decltype(from_tag)::type;
       // A bad MIXT_CPU_ISA raises here, before the threads start (isa.h).
       if constexpr (cpu::kVectorCast<To, From>) (void)cpu::vec::active_isa();
+      if (cpu::is_transposition(L, dst.element_size(), src.element_size())) return cpu::copy_transposed<To, From>(L, base);
       cpu::for_each(L, base, [](char** p, const int64_t* s, int64_t n) {
         char* out = p[0];
         const char* in = p[1];

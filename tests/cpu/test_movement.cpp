@@ -80,6 +80,35 @@ TEST_CASE("large contiguous copies split over the threads; blobs over shared mem
   for (size_t i = 0; i < static_cast<size_t>(shift); ++i) REQUIRE(buffer[i] == static_cast<int32_t>(i));
 }
 
+TEST_CASE("transposing copies in tiles: every shape around the tile, batches, conversions", "[movement]") {
+  // Sizes below, at and past the 32-element tile, odd ones, and a batch dim outside the pair.
+  for (const Shape& shape : {Shape{16, 16}, Shape{33, 17}, Shape{64, 100}, Shape{3, 31, 65}, Shape{2, 128, 40}}) {
+    INFO(shape);
+    const int64_t n = shape.numel();
+    const Tensor x = arange(0, n, 1, {.dtype = kInt32}).reshape(shape);
+    const int64_t d = static_cast<int64_t>(shape.size());
+    const Tensor t = x.transpose(d - 2, d - 1);  // the last two dims swapped: a view
+    const Tensor c = t.contiguous();
+    REQUIRE(c.is_contiguous());
+    // Element (b, i, j) of the copy is x's (b, j, i).
+    const int64_t rows = shape[d - 1], cols = shape[d - 2], batch = n / (rows * cols);
+    const std::vector<int32_t> got = c.to_vector<int32_t>();
+    std::vector<int32_t> want(got.size());
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          want[static_cast<size_t>((b * rows + i) * cols + j)] = static_cast<int32_t>((b * cols + j) * rows + i);
+    CHECK(got == want);
+    // With a rounding conversion on the way: the bits of converting the checked copy.
+    Tensor narrow = empty(t.sizes(), {.dtype = kBFloat16});
+    narrow.copy_(t.to(kFloat32));
+    CHECK(equal(narrow, c.to(kFloat32).to(kBFloat16)));
+    Tensor wide = empty(t.sizes(), {.dtype = kFloat64});
+    wide.copy_(t);
+    CHECK(wide.to(kInt32).to_vector<int32_t>() == want);
+  }
+}
+
 TEST_CASE("clone and contiguous", "[movement]") {
   Tensor t = from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}).t();
   Tensor c = t.contiguous();
