@@ -306,15 +306,13 @@ struct Clamp {
   M lo, hi;
   bool has_lo, has_hi;
   MIXT_HD M operator()(M a) const {
-    if (is_nan(a)) return a;
-    if (has_lo) {
-      if (is_nan(lo)) return lo;
-      a = a < lo ? lo : a;
-    }
-    if (has_hi) {
-      if (is_nan(hi)) return hi;
-      a = a > hi ? hi : a;
-    }
+    // A NaN bound gives NaN (a's own when a is NaN). Otherwise two selects without an
+    // early exit, so the CPU loop vectorises (with a branch per element a random input
+    // mispredicted): a NaN `a` fails both comparisons and comes out unchanged.
+    const bool nan_lo = has_lo && is_nan(lo), nan_hi = has_hi && is_nan(hi);
+    if (nan_lo || nan_hi) return is_nan(a) ? a : (nan_lo ? lo : hi);
+    if (has_lo) a = a < lo ? lo : a;
+    if (has_hi) a = a > hi ? hi : a;
     return a;
   }
 };

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <random>
@@ -316,6 +317,54 @@ TEST_CASE("convert equals the CPU's tensor casts for every dtype pair", "[elemen
       const int64_t bad = mismatches(src, to, first);
       INFO(first);
       CHECK(bad == 0);
+    }
+  }
+}
+
+TEST_CASE("float16 / bfloat16 elementwise ops: dense runs (in blocks) give the strided runs' bits", "[elementwise]") {
+  // Note [Narrow floats in blocks]: dense runs widen and round blocks of values; runs with
+  // a stride convert one value at a time. Every value below, specials included, must come
+  // out with the same bits either way, for ops of each family and every block boundary.
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> values;
+  const Tensor noise = mul(randn({3000}), 4.0);
+  for (int64_t i = 0; i < noise.numel(); ++i) values.push_back(noise.data_ptr<float>()[i]);
+  for (float s : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e-40f, -1e-40f, 65504.0f,
+                  70000.0f, 3e38f, 0.5f, -1.5f, 2.5f})
+    values.push_back(s);
+  const int64_t n = static_cast<int64_t>(values.size());
+  const Tensor base32 = from_vector(values);
+  for (ScalarType dt : {kBFloat16, kFloat16}) {
+    INFO(dt);
+    // x and y dense; xs and ys the same values every other element of a wider tensor.
+    const Tensor x = base32.to(dt), y = mul(base32, -0.75).to(dt);
+    auto spread = [&](const Tensor& t) {
+      Tensor wide = zeros({2 * n}, {.dtype = dt});
+      wide.slice(0, 0, 2 * n, 2).copy_(t);
+      return wide.slice(0, 0, 2 * n, 2);
+    };
+    const Tensor xs = spread(x), ys = spread(y);
+    REQUIRE_FALSE(xs.is_contiguous());
+    const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&, const Tensor&)>>> ops = {
+        {"neg", [](const Tensor& a, const Tensor&) { return neg(a); }},
+        {"abs", [](const Tensor& a, const Tensor&) { return abs(a); }},
+        {"relu", [](const Tensor& a, const Tensor&) { return relu(a); }},
+        {"clamp", [](const Tensor& a, const Tensor&) { return clamp(a, -1.0, 2.0); }},
+        {"floor", [](const Tensor& a, const Tensor&) { return floor(a); }},
+        {"leaky_relu", [](const Tensor& a, const Tensor&) { return nn::functional::leaky_relu(a, 0.1); }},
+        {"atan2", [](const Tensor& a, const Tensor& b) { return atan2(a, b); }},
+        {"div floor", [](const Tensor& a, const Tensor& b) { return div(a, b, "floor"); }},
+        {"addcmul", [](const Tensor& a, const Tensor& b) { return addcmul(a, b, a, 0.3); }},
+        {"lerp scalar", [](const Tensor& a, const Tensor& b) { return lerp(a, b, 0.3); }},
+        {"lerp tensor", [](const Tensor& a, const Tensor& b) { return lerp(a, b, a); }},
+    };
+    for (const auto& [name, op] : ops) {
+      INFO(name);
+      const Tensor dense = op(x, y), strided = op(xs, ys);
+      REQUIRE(dense.sizes() == strided.sizes());
+      // The raw bits (equal() would call the NaNs different).
+      CHECK(std::memcmp(dense.contiguous().data_ptr(), strided.contiguous().data_ptr(),
+                        static_cast<size_t>(dense.nbytes())) == 0);
     }
   }
 }
