@@ -124,6 +124,14 @@ int run_kernels(const cli::Args& args) {
     row("cast bfloat16 -> float32", 6 * nb, median_seconds(device, reps, inner, [&] { out.copy_(h); }), 0.9);
     row("add float32 (a + b)", 12 * nb, median_seconds(device, reps, inner, [&] { (void)add(a, b); }), 0.9);
     row("mul_ bfloat16 in place (x *= y)", 6 * nb, median_seconds(device, reps, inner, [&] { h.mul_(h2); }), 0.9);
+    // A random condition (a branch per element would mispredict half the time), and a
+    // transposing copy (a cache line per element read if done naively).
+    const Tensor cond = gt(rand({n}, f32), 0.5);
+    row("where float32 (random condition)", 13 * nb,
+        median_seconds(device, reps, inner, [&] { (void)where(cond, a, b); }), 0);
+    const Tensor grid = a.view({1024, n / 1024});
+    row("contiguous() of a transposed float32 matrix", 8 * nb,
+        median_seconds(device, reps, inner, [&] { (void)grid.t().contiguous(); }), 0);
   }
 
   // ---- the row kernels over [rows, cols] bfloat16 (read once, write once) ----

@@ -412,8 +412,9 @@ TEST_CASE("mixt-bench kernels --small measures every kernel against the copy rat
     CHECK(row["gbs"].get<double>() > 0);
     CHECK(row["x_copy"].get<double>() > 0);
   }
-  REQUIRE(names.size() == 24);
-  for (const char* kernel : {"cast float32 -> bfloat16", "cast bfloat16 -> float32", "softmax [256, 4096] bf16",
+  REQUIRE(names.size() == 26);
+  for (const char* kernel : {"cast float32 -> bfloat16", "cast bfloat16 -> float32", "where float32 (random condition)",
+                             "contiguous() of a transposed float32 matrix", "softmax [256, 4096] bf16",
                              "rms_norm [256, 4096] bf16", "layer_norm_backward [256, 4096] bf16",
                              "gelu_backward [256, 4096] bf16", "gelu_backward as separate ops [256, 4096] bf16",
                              "cross_entropy fwd+bwd [256, 4096] bf16",
