@@ -47,15 +47,42 @@ constexpr int64_t kSlots = 32;
 constexpr size_t kAcc = kSlots / kL64;  // double vectors holding the slots
 static_assert(kSlots % kL64 == 0);
 
-// The sum of the slots in `acc` (elements [0, i)) and of scalar_term(j) for j in [i, n).
+// Lane 0 of the halving tree over v's lanes: s[k] += s[k + w] for w = lanes / 2, ..., 1,
+// as the lower half plus the upper half, in registers.
+template <class D>
+HWY_INLINE double HalvingSum(D d, hn::Vec<D> v) {
+#if HWY_TARGET == HWY_SCALAR  // one lane: nothing to halve (and no UpperHalf)
+  return hn::GetLane(v);
+#else
+  if constexpr (hn::MaxLanes(d) == 1) {
+    return hn::GetLane(v);
+  } else {
+    const hn::Half<D> dh;
+    return HalvingSum(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
+  }
+#endif
+}
+
+// The sum of the slots in `acc` (elements [0, i)) and of scalar_term(j) for j in [i, n):
+// tail term j goes to slot j - i, then the slots add in the pairwise tree s[k] += s[k + w]
+// for w = kSlots / 2, ..., 1. The tree runs on whole vectors (pairs of them, then halves of
+// one): the same additions as on an array of slots, without the stores and reloads that
+// cost a short row about as much as its data (store forwarding stalls). A slot that gets no
+// tail term has +0 added, which leaves it as it is: a slot starts at +0 and a
+// round-to-nearest sum is -0 only when both terms are.
 template <class ScalarTerm>
-HWY_INLINE double FinishSlots(const V64* acc, int64_t i, int64_t n, const ScalarTerm& scalar_term) {
-  HWY_ALIGN double s[kSlots];
-  for (size_t a = 0; a < kAcc; ++a) hn::Store(acc[a], D64(), s + a * kL64);
-  for (int64_t j = i; j < n; ++j) s[j - i] += scalar_term(j);
-  for (int64_t w = kSlots / 2; w >= 1; w /= 2)
-    for (int64_t k = 0; k < w; ++k) s[k] += s[k + w];
-  return s[0];
+HWY_INLINE double FinishSlots(const V64* acc_in, int64_t i, int64_t n, const ScalarTerm& scalar_term) {
+  const D64 d;
+  V64 acc[kAcc];
+  for (size_t a = 0; a < kAcc; ++a) acc[a] = acc_in[a];
+  if (i < n) {
+    HWY_ALIGN double tail[kSlots] = {};
+    for (int64_t j = i; j < n; ++j) tail[j - i] = scalar_term(j);
+    for (size_t a = 0; a < kAcc; ++a) acc[a] = hn::Add(acc[a], hn::Load(d, tail + a * kL64));
+  }
+  for (size_t w = kAcc / 2; w >= 1; w /= 2)
+    for (size_t k = 0; k < w; ++k) acc[k] = hn::Add(acc[k], acc[k + w]);
+  return HalvingSum(d, acc[0]);
 }
 
 template <class Term, class ScalarTerm>
