@@ -321,7 +321,7 @@ template <class M>
 struct IsFinite {
   MIXT_HD bool operator()(M a) const {
     if constexpr (std::is_floating_point_v<M>)
-      return a == a && a - a == M(0);
+      return (a == a) & (a - a == M(0));  // `&`, not `&&`: no branch, so the CPU loop vectorises
     else
       return true;
   }
