@@ -20,12 +20,18 @@ void unary_kernel(OpCall& c, DispatchKeySet) {
   visit_dtype<Set>(e.compute, op_name(c.op).data(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Out = std::conditional_t<bool_result(Rule), bool, T>;
+    constexpr bool kRound = kVec == vec_unary_op(OpId::round);
     if constexpr (kVec >= 0 && kVecUnaryType<T>) {
+      if (kRound && p.mode != 0) {  // round to decimals: the scalar functor's scaling
+        Maker::template with<T>(p, [&](auto f) { Map<Out, T>::apply(e.out, f, e.inputs[0]); });
+        return;
+      }
       auto op = static_cast<vec::UnaryMath>(kVec);
       if (op == vec::UnaryMath::GeluErf && p.mode == 1) op = vec::UnaryMath::GeluTanh;
       vec::UnaryMathParams vp;
       vp.beta = static_cast<float>(p.beta);
       vp.threshold = static_cast<float>(p.threshold);
+      vp.slope = static_cast<float>(p.alpha);
       map_unary_vec<T>(e.out, e.inputs[0], op, vp);
     } else {
       Maker::template with<T>(p, [&](auto f) { Map<Out, T>::apply(e.out, f, e.inputs[0]); });

@@ -161,8 +161,8 @@ TEST_CASE("vector math: the same bits on instruction sets of the same arithmetic
   }
 }
 
-TEST_CASE("vector math: sqrt, rsqrt and reciprocal give the scalar functors' bits on every instruction set") {
-  // Correctly rounded sqrt and division, no estimate: the bits of the scalar kernels
+TEST_CASE("vector math: sqrt, rsqrt, reciprocal and the roundings give the scalar functors' bits on every instruction set") {
+  // Correctly rounded sqrt and division, no estimate, and exact roundings: the bits of the scalar kernels
   // (kernels/common/functors.h), whatever the instruction set.
   const std::vector<float> xs = sweep();
   const struct {
@@ -170,7 +170,13 @@ TEST_CASE("vector math: sqrt, rsqrt and reciprocal give the scalar functors' bit
     float (*scalar)(float);
   } ops[] = {{UnaryMath::Sqrt, [](float x) { return std::sqrt(x); }},
              {UnaryMath::Rsqrt, [](float x) { return 1.0f / std::sqrt(x); }},
-             {UnaryMath::Reciprocal, [](float x) { return 1.0f / x; }}};
+             {UnaryMath::Reciprocal, [](float x) { return 1.0f / x; }},
+             {UnaryMath::Floor, [](float x) { return std::floor(x); }},
+             {UnaryMath::Ceil, [](float x) { return std::ceil(x); }},
+             {UnaryMath::Trunc, [](float x) { return std::trunc(x); }},
+             {UnaryMath::Round, [](float x) { return std::nearbyint(x); }},
+             {UnaryMath::Frac, [](float x) { return x - std::trunc(x); }},
+             {UnaryMath::LeakyRelu, [](float x) { return x > 0 ? x : x * 0.01f; }}};
   for (const auto& o : ops)
     for (Isa isa : supported_isas()) {
       std::vector<float> out(xs.size());
@@ -352,5 +358,36 @@ TEST_CASE("pow on float32, bfloat16 and float16 tensors takes the vector path, a
     Tensor inplace = xd.clone();
     pow_(inplace, ed);
     CHECK(value_bits(inplace) == expected(ef.data_ptr<float>()));
+  }
+}
+
+TEST_CASE("floor, ceil, trunc, round, frac and leaky_relu tensors take the vector path with the scalar results") {
+  // Values with halves (round's ties), signed zeros and specials among normal ones.
+  std::vector<float> v = {0.5f, -0.5f, 1.5f, 2.5f, -2.5f, -0.0f, 0.0f, 0.25f, -0.75f, 8388607.5f, 1e-30f, -1e-30f,
+                          std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN()};
+  const Tensor noise = mul(randn({997}), 7.0);
+  for (int64_t i = 0; i < noise.numel(); ++i) v.push_back(noise.data_ptr<float>()[i]);
+  const Tensor x = from_vector(v);
+  for (ScalarType dt : {kFloat32, kBFloat16, kFloat16}) {
+    INFO(dt);
+    const Tensor xd = x.to(dt);
+    const Tensor xf = xd.to(kFloat32).contiguous();
+    auto expected = [&](float (*f)(float)) {
+      Tensor r = empty({xf.numel()});
+      for (int64_t i = 0; i < xf.numel(); ++i) r.data_ptr<float>()[i] = f(xf.data_ptr<float>()[i]);
+      return value_bits(r.to(dt));
+    };
+    CHECK(value_bits(floor(xd)) == expected([](float a) { return std::floor(a); }));
+    CHECK(value_bits(ceil(xd)) == expected([](float a) { return std::ceil(a); }));
+    CHECK(value_bits(trunc(xd)) == expected([](float a) { return std::trunc(a); }));
+    CHECK(value_bits(round(xd)) == expected([](float a) { return std::nearbyint(a); }));
+    CHECK(value_bits(frac(xd)) == expected([](float a) { return a - std::trunc(a); }));
+    CHECK(value_bits(nn::functional::leaky_relu(xd, 0.25)) == expected([](float a) { return a > 0 ? a : a * 0.25f; }));
+    // With decimals, round keeps the scalar functor's scaling: nearbyint(x * 10) / 10.
+    CHECK(value_bits(round(xd, 1)) == expected([](float a) { return std::nearbyint(a * 10.0f) / 10.0f; }));
+    // Signed zeros survive (value_bits keeps the sign): floor(-0) = -0, ceil(-0.5) = -0.
+    CHECK(std::signbit(floor(from_vector(std::vector<float>{-0.0f}).to(dt)).to(kFloat32).item<float>()));
+    CHECK(std::signbit(ceil(from_vector(std::vector<float>{-0.5f}).to(dt)).to(kFloat32).item<float>()));
   }
 }

@@ -25,7 +25,8 @@
 namespace mixt::cpu {
 
 // The vector function of unary op `op` as an int (a vec::UnaryMath), or -1 for none.
-// gelu is GeluErf here; its kernel picks GeluTanh for approximate="tanh".
+// gelu is GeluErf here; its kernel picks GeluTanh for approximate="tanh". round is Round,
+// which its kernel takes only without decimals.
 constexpr int vec_unary_op(OpId op) {
   using vec::UnaryMath;
   switch (op) {
@@ -47,6 +48,12 @@ constexpr int vec_unary_op(OpId op) {
     case OpId::rsqrt: return static_cast<int>(UnaryMath::Rsqrt);
     case OpId::reciprocal: return static_cast<int>(UnaryMath::Reciprocal);
     case OpId::mish: return static_cast<int>(UnaryMath::Mish);
+    case OpId::floor: return static_cast<int>(UnaryMath::Floor);
+    case OpId::ceil: return static_cast<int>(UnaryMath::Ceil);
+    case OpId::trunc: return static_cast<int>(UnaryMath::Trunc);
+    case OpId::round: return static_cast<int>(UnaryMath::Round);  // without decimals (the kernel checks)
+    case OpId::frac: return static_cast<int>(UnaryMath::Frac);
+    case OpId::leaky_relu: return static_cast<int>(UnaryMath::LeakyRelu);
     default: return -1;
   }
 }

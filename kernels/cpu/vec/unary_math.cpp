@@ -132,6 +132,21 @@ HWY_INLINE V Apply(D d, V x, const UnaryMathParams& p) {
     return hn::Div(one, x);
   } else if constexpr (kOp == UnaryMath::Mish) {
     return MishLanes(d, x);
+  } else if constexpr (kOp == UnaryMath::Floor) {
+    // The roundings are exact, so every instruction set gives the functors' bits. A rounded
+    // value has x's sign (floor(-0) = -0, ceil(-0.5) = -0), which Highway's portable target
+    // does not keep for zeros: the sign is copied back.
+    return hn::CopySign(hn::Floor(x), x);
+  } else if constexpr (kOp == UnaryMath::Ceil) {
+    return hn::CopySign(hn::Ceil(x), x);
+  } else if constexpr (kOp == UnaryMath::Trunc) {
+    return hn::CopySign(hn::Trunc(x), x);
+  } else if constexpr (kOp == UnaryMath::Round) {
+    return hn::CopySign(hn::Round(x), x);  // to nearest, ties to even, as nearbyint in the default rounding mode
+  } else if constexpr (kOp == UnaryMath::LeakyRelu) {
+    return hn::IfThenElse(hn::Gt(x, hn::Zero(d)), x, hn::Mul(x, hn::Set(d, p.slope)));
+  } else if constexpr (kOp == UnaryMath::Frac) {
+    return hn::Sub(x, hn::CopySign(hn::Trunc(x), x));  // exact; NaN at +-Inf, as x - trunc(x)
   } else if constexpr (kOp == UnaryMath::Erf) {
     return ErfLanes(d, x);
   } else if constexpr (kOp == UnaryMath::GeluErf) {
@@ -232,6 +247,8 @@ void UnaryMathF32(UnaryMath op, const UnaryMathParams& p, const float* in, float
     MIXT_VEC_CASE(Log10) MIXT_VEC_CASE(Sin) MIXT_VEC_CASE(Cos) MIXT_VEC_CASE(Tanh) MIXT_VEC_CASE(Sigmoid)
     MIXT_VEC_CASE(Silu) MIXT_VEC_CASE(Softplus) MIXT_VEC_CASE(Erf) MIXT_VEC_CASE(GeluErf) MIXT_VEC_CASE(GeluTanh)
     MIXT_VEC_CASE(Sqrt) MIXT_VEC_CASE(Rsqrt) MIXT_VEC_CASE(Reciprocal) MIXT_VEC_CASE(Mish)
+    MIXT_VEC_CASE(Floor) MIXT_VEC_CASE(Ceil) MIXT_VEC_CASE(Trunc) MIXT_VEC_CASE(Round) MIXT_VEC_CASE(Frac)
+    MIXT_VEC_CASE(LeakyRelu)
 #undef MIXT_VEC_CASE
   }
 }

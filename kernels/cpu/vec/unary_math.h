@@ -16,12 +16,15 @@ namespace mixt::cpu::vec {
 enum class UnaryMath : uint8_t {
   Exp, Expm1, Log, Log1p, Log2, Log10, Sin, Cos, Tanh, Sigmoid, Silu, Softplus, Erf, GeluErf, GeluTanh,
   Sqrt, Rsqrt, Reciprocal, Mish,
+  Floor, Ceil, Trunc, Round, Frac,  // exact: the scalar functors' bits (Round: to nearest, ties to even)
+  LeakyRelu,                        // exact: x > 0 ? x : slope x
 };
-inline constexpr int kUnaryMathCount = 19;
+inline constexpr int kUnaryMathCount = 25;
 
 // Attributes of the ops that have them.
 struct UnaryMathParams {
   float beta = 1.0f, threshold = 20.0f;  // softplus
+  float slope = 0.01f;                   // leaky_relu's negative_slope
 };
 
 // out[i] = op(in[i]) for i < n, on active_isa(); `in` may equal `out`.
