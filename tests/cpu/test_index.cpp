@@ -435,6 +435,47 @@ TEST_CASE("masked_select and nonzero follow row-major order", "[index][masked_se
   CHECK(w.grad().to_vector<double>() == F64{4, 2, 2});
 }
 
+TEST_CASE("masked_select and nonzero of large tensors: chunks over the threads, random masks", "[index][masked_select]") {
+  // Sizes past several chunks, odd extents (chunks end inside rows), 1-D to 3-D, and every
+  // element size; the expected results are built one element at a time.
+  for (const Shape& shape : {Shape{300007}, Shape{517, 613}, Shape{3, 211, 199}}) {
+    INFO(shape);
+    const Tensor keep = gt(rand(shape), 0.5);
+    const std::vector<bool> kv = keep.to_vector<bool>();
+    const int64_t n = shape.numel(), nd = static_cast<int64_t>(shape.size());
+    std::vector<int64_t> coords;
+    for (int64_t i = 0; i < n; ++i) {
+      if (!kv[static_cast<size_t>(i)]) continue;
+      std::vector<int64_t> c(static_cast<size_t>(nd));
+      int64_t rem = i;
+      for (int64_t d = nd - 1; d >= 0; --d) {
+        c[static_cast<size_t>(d)] = rem % shape[static_cast<int>(d)];
+        rem /= shape[static_cast<int>(d)];
+      }
+      coords.insert(coords.end(), c.begin(), c.end());
+    }
+    const Tensor nz = nonzero(keep);
+    CHECK(nz.sizes() == Shape{static_cast<int64_t>(coords.size()) / nd, nd});
+    CHECK(nz.to_vector<int64_t>() == coords);
+    for (ScalarType dt : {kUInt8, kBFloat16, kFloat32, kInt64}) {
+      INFO(dt);
+      const Tensor x = arange(0, n, 1, of(kInt64)).reshape(shape).to(dt);
+      const std::vector<double> xv = x.to(kFloat64).to_vector<double>();
+      F64 want;
+      for (int64_t i = 0; i < n; ++i)
+        if (kv[static_cast<size_t>(i)]) want.push_back(xv[static_cast<size_t>(i)]);
+      CHECK(masked_select(x, keep).to(kFloat64).to_vector<double>() == want);
+    }
+  }
+  // Mask bytes other than 0 and 1 (a bool blob from outside) select; float flags: -0 does not.
+  std::vector<uint8_t> raw(100000, 0);
+  for (size_t i = 0; i < raw.size(); i += 3) raw[i] = static_cast<uint8_t>(1 + i % 255);
+  const Tensor stray = from_blob(raw.data(), {100000}, {1}, kBool);
+  CHECK(masked_select(arange(0, 100000, 1, of(kInt64)), stray).numel() == 33334);
+  CHECK(nonzero(stray).sizes() == Shape{33334, 1});
+  CHECK(nonzero(from_vector(F64{0.0, -0.0, 2.0})).to_vector<int64_t>() == I64{2});
+}
+
 TEST_CASE("sort, argsort and topk: NaN as the largest value, ties in input order", "[index][sort]") {
   const double nan = std::nan("");
   const Tensor x = from_vector(F64{2, nan, 1, 2, -1});
