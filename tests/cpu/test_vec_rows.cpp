@@ -492,3 +492,25 @@ TEST_CASE("softmax on every instruction set stays within its tolerance", "[vec_r
     CHECK(bad == 0);
   }
 }
+
+TEST_CASE("amax and amin of rows: a NaN anywhere gives NaN, else the extremum, every length and position",
+          "[vec][rows]") {
+  // The row kernel keeps several extrema and NaN flags in flight (Note [Row kernels and
+  // reductions]): a NaN or the extremum at any offset, in the unrolled body or the tail.
+  for (int64_t n : {1, 15, 16, 17, 63, 64, 65, 130, 257}) {
+    for (int64_t at = 0; at < n; at += (n > 70 ? 7 : 1)) {
+      INFO("n " << n << ", at " << at);
+      std::vector<float> v(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>((i * 37) % 101) - 50.0f;
+      std::vector<float> peak = v, dip = v;
+      peak[static_cast<size_t>(at)] = 1000.0f;
+      dip[static_cast<size_t>(at)] = -1000.0f;
+      CHECK(amax(from_vector(peak), {0}).item<float>() == 1000.0f);
+      CHECK(amin(from_vector(dip), {0}).item<float>() == -1000.0f);
+      std::vector<float> nan = v;
+      nan[static_cast<size_t>(at)] = std::nanf("");
+      CHECK(std::isnan(amax(from_vector(nan), {0}).item<float>()));
+      CHECK(std::isnan(amin(from_vector(nan), {0}).item<float>()));
+    }
+  }
+}

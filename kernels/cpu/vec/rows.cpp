@@ -518,16 +518,28 @@ template <class M>
 M ExtremumRow(const M* x, int64_t n, bool max) {
   const hn::ScalableTag<M> d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
-  auto vm = hn::Set(d, max ? -std::numeric_limits<M>::infinity() : std::numeric_limits<M>::infinity());
-  auto nan = hn::Zero(d);
+  const auto init = hn::Set(d, max ? -std::numeric_limits<M>::infinity() : std::numeric_limits<M>::infinity());
+  // Four extrema and two NaN flags in flight: one chain of max would wait on its latency
+  // at every vector, as long as the memory takes to deliver the row.
+  auto m0 = init, m1 = init, m2 = init, m3 = init;
+  auto nan0 = hn::Zero(d), nan1 = hn::Zero(d);
+  auto fold = [max](auto a, auto b) { return max ? hn::Max(a, b) : hn::Min(a, b); };
   int64_t i = 0;
+  for (; i + 4 * L <= n; i += 4 * L) {
+    const auto v0 = hn::LoadU(d, x + i), v1 = hn::LoadU(d, x + i + L);
+    const auto v2 = hn::LoadU(d, x + i + 2 * L), v3 = hn::LoadU(d, x + i + 3 * L);
+    m0 = fold(m0, v0), m1 = fold(m1, v1), m2 = fold(m2, v2), m3 = fold(m3, v3);
+    nan0 = hn::Or(nan0, hn::VecFromMask(d, hn::Or(hn::IsNaN(v0), hn::IsNaN(v1))));
+    nan1 = hn::Or(nan1, hn::VecFromMask(d, hn::Or(hn::IsNaN(v2), hn::IsNaN(v3))));
+  }
   for (; i + L <= n; i += L) {
     const auto v = hn::LoadU(d, x + i);
-    vm = max ? hn::Max(vm, v) : hn::Min(vm, v);
-    nan = hn::Or(nan, hn::VecFromMask(d, hn::IsNaN(v)));
+    m0 = fold(m0, v);
+    nan0 = hn::Or(nan0, hn::VecFromMask(d, hn::IsNaN(v)));
   }
+  const auto vm = fold(fold(m0, m1), fold(m2, m3));
   M m = hn::GetLane(max ? hn::MaxOfLanes(d, vm) : hn::MinOfLanes(d, vm));
-  bool has_nan = !hn::AllFalse(d, hn::MaskFromVec(nan));
+  bool has_nan = !hn::AllFalse(d, hn::MaskFromVec(hn::Or(nan0, nan1)));
   for (; i < n; ++i) {
     if (x[i] != x[i]) has_nan = true;
     else if (max ? x[i] > m : x[i] < m) m = x[i];
