@@ -120,7 +120,7 @@ void nonzero_kernel(OpCall& c, DispatchKeySet) {
             kept += is_nonzero(p[i]);
             for (int64_t d = nd - 1; d >= 0 && ++coord[d] == size[d]; --d) coord[d] = 0;
           }
-          std::memcpy(dst, stage, static_cast<size_t>(kept * nd) * sizeof(int64_t));
+          if (kept * nd > 0) std::memcpy(dst, stage, static_cast<size_t>(kept * nd) * sizeof(int64_t));  // an empty result has no data
           dst += kept * nd;
         }
       }
@@ -157,7 +157,7 @@ void masked_select_kernel(OpCall& c, DispatchKeySet) {
             stage[kept] = s[i];
             kept += m[i] != 0;
           }
-          std::memcpy(dst, stage, static_cast<size_t>(kept) * sizeof(U));
+          if (kept > 0) std::memcpy(dst, stage, static_cast<size_t>(kept) * sizeof(U));  // an empty result has no data
           dst += kept;
         }
       }
