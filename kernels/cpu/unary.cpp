@@ -32,6 +32,13 @@ void unary_kernel(OpCall& c, DispatchKeySet) {
       vp.beta = static_cast<float>(p.beta);
       vp.threshold = static_cast<float>(p.threshold);
       vp.slope = static_cast<float>(p.alpha);
+      if constexpr (kVec == vec_unary_op(OpId::elu)) {  // elu or selu: the scalar functor's own fields
+        Maker::template with<T>(p, [&](auto f) {
+          vp.elu_alpha_scale = f.alpha_scale;
+          vp.elu_scale = f.scale;
+          vp.elu_input_scale = f.input_scale;
+        });
+      }
       map_unary_vec<T>(e.out, e.inputs[0], op, vp);
     } else {
       Maker::template with<T>(p, [&](auto f) { Map<Out, T>::apply(e.out, f, e.inputs[0]); });

@@ -109,6 +109,7 @@ const Case kCases[] = {
     {"sqrt", UnaryMath::Sqrt, [](long double x) { return std::sqrt(x); }, 0.5},
     {"rsqrt", UnaryMath::Rsqrt, [](long double x) { return 1 / std::sqrt(x); }, 1.5},
     {"reciprocal", UnaryMath::Reciprocal, [](long double x) { return 1 / x; }, 0.5},
+    {"elu", UnaryMath::Elu, [](long double x) { return x > 0 ? x : std::expm1(x); }, 4},
     {"mish", UnaryMath::Mish,
      [](long double x) { return std::isinf(x) && x < 0 ? NAN : x * std::tanh(std::log1p(std::exp(x))); }, 4},
 };
@@ -390,4 +391,36 @@ TEST_CASE("floor, ceil, trunc, round, frac and leaky_relu tensors take the vecto
     CHECK(std::signbit(floor(from_vector(std::vector<float>{-0.0f}).to(dt)).to(kFloat32).item<float>()));
     CHECK(std::signbit(ceil(from_vector(std::vector<float>{-0.5f}).to(dt)).to(kFloat32).item<float>()));
   }
+}
+
+TEST_CASE("elu and selu tensors take the vector path with their functors' parameters") {
+  // The lanes read alpha, scale and input_scale from the op's own functor (selu's are
+  // constants); each result within the expm1 bound plus the roundings of the two products.
+  std::vector<float> v = {-0.0f, 0.0f, -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::infinity(), 1e-30f, -1e-30f};
+  for (int i = 0; i <= 4000; ++i) v.push_back(-30.0f + 35.0f * static_cast<float>(i) / 4000.0f);
+  const Tensor x = from_vector(v);
+  const long double selu_alpha = 1.6732632423543772848170429916717L, selu_scale = 1.0507009873554804934193349852946L;
+  struct Form {
+    const char* name;
+    Tensor y;
+    long double alpha, scale, input_scale;
+  } forms[] = {{"elu", nn::functional::elu(x), 1, 1, 1},
+               {"elu alpha 0.3, scale 2, input_scale 0.5", nn::functional::elu(x, 0.3, 2.0, 0.5), 0.3L, 2, 0.5L},
+               {"selu", nn::functional::selu(x), selu_alpha, selu_scale, 1}};
+  for (const Form& f : forms) {
+    INFO(f.name);
+    const float* y = f.y.data_ptr<float>();
+    double worst = 0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const long double xi = v[i];
+      const long double ref = xi > 0 ? f.scale * xi : f.alpha * f.scale * std::expm1(f.input_scale * xi);
+      worst = std::max(worst, ulp_error(y[i], ref));
+    }
+    CHECK(worst <= 6);
+  }
+  CHECK(std::signbit(nn::functional::elu(from_vector(std::vector<float>{-0.0f})).item<float>()));  // elu(-0) = -0
+  // bfloat16: the float32 lanes' result rounded once.
+  const Tensor xb = x.to(kBFloat16);
+  CHECK(value_bits(nn::functional::elu(xb, 0.3)) == value_bits(nn::functional::elu(xb.to(kFloat32), 0.3).to(kBFloat16)));
 }

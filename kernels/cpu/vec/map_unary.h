@@ -54,6 +54,8 @@ constexpr int vec_unary_op(OpId op) {
     case OpId::round: return static_cast<int>(UnaryMath::Round);  // without decimals (the kernel checks)
     case OpId::frac: return static_cast<int>(UnaryMath::Frac);
     case OpId::leaky_relu: return static_cast<int>(UnaryMath::LeakyRelu);
+    case OpId::elu: return static_cast<int>(UnaryMath::Elu);
+    case OpId::selu: return static_cast<int>(UnaryMath::Elu);  // the kernel reads the constants from selu's functor
     default: return -1;
   }
 }

@@ -87,14 +87,20 @@ HWY_INLINE V MishLanes(D d, V x) {
   return KeepNaN(x, hn::IfThenElse(hn::Lt(x, hn::Set(d, -80.0f)), tail, body));
 }
 
+// expm1(x): overflow gives +Inf (Highway's Expm1 covers x <= 88.7), NaN stays NaN.
+template <class D, class V>
+HWY_INLINE V Expm1Lanes(D d, V x) {
+  const V y = hn::IfThenElse(hn::Gt(x, hn::Set(d, 88.72283935546875f)), hn::Inf(d), hn::Expm1(d, x));
+  return KeepNaN(x, y);
+}
+
 template <UnaryMath kOp, class D, class V>
 HWY_INLINE V Apply(D d, V x, const UnaryMathParams& p) {
   const V one = hn::Set(d, 1.0f), half = hn::Set(d, 0.5f);
   if constexpr (kOp == UnaryMath::Exp) {
     return ExpLanes(d, x);
   } else if constexpr (kOp == UnaryMath::Expm1) {
-    const V y = hn::IfThenElse(hn::Gt(x, hn::Set(d, 88.72283935546875f)), hn::Inf(d), hn::Expm1(d, x));
-    return KeepNaN(x, y);
+    return Expm1Lanes(d, x);
   } else if constexpr (kOp == UnaryMath::Log) {
     return LogLanes(d, x);
   } else if constexpr (kOp == UnaryMath::Log2) {
@@ -143,6 +149,12 @@ HWY_INLINE V Apply(D d, V x, const UnaryMathParams& p) {
     return hn::CopySign(hn::Trunc(x), x);
   } else if constexpr (kOp == UnaryMath::Round) {
     return hn::CopySign(hn::Round(x), x);  // to nearest, ties to even, as nearbyint in the default rounding mode
+  } else if constexpr (kOp == UnaryMath::Elu) {
+    // The functor's two sides; expm1 keeps -0 (Highway's gives +0), so elu(-0) = -0 as libm's.
+    const V t = hn::Mul(x, hn::Set(d, p.elu_input_scale));
+    const V e = hn::IfThenElse(hn::Eq(t, hn::Zero(d)), t, Expm1Lanes(d, t));
+    return hn::IfThenElse(hn::Gt(x, hn::Zero(d)), hn::Mul(x, hn::Set(d, p.elu_scale)),
+                          hn::Mul(e, hn::Set(d, p.elu_alpha_scale)));
   } else if constexpr (kOp == UnaryMath::LeakyRelu) {
     return hn::IfThenElse(hn::Gt(x, hn::Zero(d)), x, hn::Mul(x, hn::Set(d, p.slope)));
   } else if constexpr (kOp == UnaryMath::Frac) {
@@ -248,7 +260,7 @@ void UnaryMathF32(UnaryMath op, const UnaryMathParams& p, const float* in, float
     MIXT_VEC_CASE(Silu) MIXT_VEC_CASE(Softplus) MIXT_VEC_CASE(Erf) MIXT_VEC_CASE(GeluErf) MIXT_VEC_CASE(GeluTanh)
     MIXT_VEC_CASE(Sqrt) MIXT_VEC_CASE(Rsqrt) MIXT_VEC_CASE(Reciprocal) MIXT_VEC_CASE(Mish)
     MIXT_VEC_CASE(Floor) MIXT_VEC_CASE(Ceil) MIXT_VEC_CASE(Trunc) MIXT_VEC_CASE(Round) MIXT_VEC_CASE(Frac)
-    MIXT_VEC_CASE(LeakyRelu)
+    MIXT_VEC_CASE(LeakyRelu) MIXT_VEC_CASE(Elu)
 #undef MIXT_VEC_CASE
   }
 }

@@ -18,13 +18,15 @@ enum class UnaryMath : uint8_t {
   Sqrt, Rsqrt, Reciprocal, Mish,
   Floor, Ceil, Trunc, Round, Frac,  // exact: the scalar functors' bits (Round: to nearest, ties to even)
   LeakyRelu,                        // exact: x > 0 ? x : slope x
+  Elu,                              // elu and selu: x > 0 ? scale x : alpha_scale expm1(input_scale x)
 };
-inline constexpr int kUnaryMathCount = 25;
+inline constexpr int kUnaryMathCount = 26;
 
 // Attributes of the ops that have them.
 struct UnaryMathParams {
   float beta = 1.0f, threshold = 20.0f;  // softplus
   float slope = 0.01f;                   // leaky_relu's negative_slope
+  float elu_alpha_scale = 1.0f, elu_scale = 1.0f, elu_input_scale = 1.0f;  // elu / selu (functors::Elu's fields)
 };
 
 // out[i] = op(in[i]) for i < n, on active_isa(); `in` may equal `out`.
