@@ -105,6 +105,7 @@ void nonzero_kernel(OpCall& c, DispatchKeySet) {
       int64_t coord[kMaxDims];
       for (int64_t k = b; k < e; ++k) {
         const int64_t first = ch.begin[static_cast<size_t>(k)], last = ch.begin[static_cast<size_t>(k) + 1];
+        if (first == last) continue;  // an empty tensor: its sizes may hold a 0 to divide by
         int64_t* dst = o + ch.offset[static_cast<size_t>(k)] * nd;
         // The coordinates of `first` (once per chunk), then an odometer per element.
         int64_t rem = first;

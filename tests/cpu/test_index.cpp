@@ -474,6 +474,10 @@ TEST_CASE("masked_select and nonzero of large tensors: chunks over the threads, 
   CHECK(masked_select(arange(0, 100000, 1, of(kInt64)), stray).numel() == 33334);
   CHECK(nonzero(stray).sizes() == Shape{33334, 1});
   CHECK(nonzero(from_vector(F64{0.0, -0.0, 2.0})).to_vector<int64_t>() == I64{2});
+  // Empty tensors, a size of 0 among their dims (once a division by zero).
+  CHECK(nonzero(zeros({0, 3})).sizes() == Shape{0, 2});
+  CHECK(nonzero(zeros({3, 0, 2})).sizes() == Shape{0, 3});
+  CHECK(masked_select(zeros({3, 0}), zeros({3, 0}, of(kBool))).sizes() == Shape{0});
 }
 
 TEST_CASE("sort, argsort and topk: NaN as the largest value, ties in input order", "[index][sort]") {
