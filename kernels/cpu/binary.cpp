@@ -36,14 +36,10 @@ constexpr int vec_binary_arith(OpId op) {
   }
 }
 
-// True for the storage types whose arithmetic takes the vector path: the narrow floats,
-// which the scalar loop converts one element at a time (float32's loop vectorises as it is).
-template <class T>
-inline constexpr bool kVecArithType = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
 // The kernel of a binary row of the list. pow on float32, float16 and bfloat16, and the
-// arithmetic of vec_binary_arith on float16 and bfloat16, take the vector path
-// (docs/notes/cpu-vectorisation.md): the same bits as the scalar functors, any layout.
+// arithmetic of vec_binary_arith on float16 and bfloat16 (float32's scalar loop vectorises
+// as it is), take the vector path (docs/notes/cpu-vectorisation.md): the same bits as the
+// scalar functors, any layout.
 template <class Maker, EwRule Rule, uint32_t Set, OpId kOp>
 void binary_kernel(OpCall& c, DispatchKeySet) {
   constexpr bool kVecPow = kOp == OpId::pow;
@@ -60,7 +56,7 @@ void binary_kernel(OpCall& c, DispatchKeySet) {
     }
     if constexpr (kVecPow && kVecUnaryType<T>) {
       map_binary_vec<T>(e, [](const float* a, const float* b, float* r, size_t m) { vec::pow_math(a, b, r, m); });
-    } else if constexpr (kVecArith >= 0 && kVecArithType<T>) {
+    } else if constexpr (kVecArith >= 0 && is_narrow_float_v<T>) {
       if (kOp != OpId::div || p.mode == 0) {
         const auto op = static_cast<vec::BinaryArith>(kVecArith);
         const float alpha = kOp == OpId::add || kOp == OpId::sub ? scalar_arg_value<T>(p.s[0]) : 1.0f;

@@ -2,6 +2,7 @@
 // overlap-safe copies within one storage; `to` and `clone` between CPU tensors; and the
 // host copy helpers kernels call directly (kernels/common/host_copy.h).
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -37,7 +38,9 @@ bool overlaps_differently(const Tensor& a, const Tensor& b) {
 // blobs), nothing when they coincide.
 void copy_bytes(char* dst, const char* src, int64_t bytes) {
   if (dst == src || bytes <= 0) return;
-  if (dst < src + bytes && src < dst + bytes) {
+  const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
+  const auto n = static_cast<uintptr_t>(bytes);
+  if (d < s + n && s < d + n) {  // as addresses: the two may come from unrelated allocations
     std::memmove(dst, src, static_cast<size_t>(bytes));
     return;
   }
