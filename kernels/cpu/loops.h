@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include <omp.h>
 
@@ -28,67 +29,39 @@ inline int64_t split_point(int64_t n, int64_t t, int64_t parts) {
   return static_cast<int64_t>(static_cast<__int128>(n) * t / parts);
 }
 
+// Note [Loop drivers compiled once]: the thread split and the walk over a strided layout
+// are compiled once, in loops.cpp; a kernel hands them its body through a function
+// pointer and a context. A template driver was instantiated (an OpenMP region and an
+// odometer) for every op x dtype x operand form, which made the elementwise and reduction
+// files the slowest of the build; the indirect call costs a few nanoseconds per thread
+// part or per run of the innermost dim.
+using RangeBody = void (*)(void* ctx, int64_t begin, int64_t end);
+using RunBody = void (*)(void* ctx, char** ptrs, const int64_t* strides, int64_t count);
+
+// Runs body(ctx, begin, end) over [0, n), split across threads_for(n, grain) threads.
+void parallel_for_erased(int64_t n, int64_t grain, RangeBody body, void* ctx);
+
+// Runs body(ctx, ptrs, inner_strides, count) over every run of `count` elements along
+// dim 0 of the layout, ptrs[i] pointing at operand i's first element of the run, spaced
+// by inner_strides[i] bytes; in parallel (over the linear range) when the layout is large.
+void for_each_erased(const StridedLayout& L, char* const* base, int64_t grain, RunBody body, void* ctx);
+
 // Calls f(begin, end) over [0, n) split across threads.
 template <class F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {
-  const int nt = threads_for(n, grain);
-  if (nt <= 1) {
-    if (n > 0) f(int64_t{0}, n);
-    return;
-  }
-#pragma omp parallel num_threads(nt)
-  {
-    const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
-    const int64_t begin = split_point(n, t, T), end = split_point(n, t + 1, T);
-    if (begin < end) f(begin, end);
-  }
+  using Fn = std::remove_reference_t<F>;
+  parallel_for_erased(n, grain, [](void* ctx, int64_t b, int64_t e) { (*static_cast<Fn*>(ctx))(b, e); },
+                      const_cast<void*>(static_cast<const void*>(&f)));
 }
 
-// Runs `inner(ptrs, inner_strides, count)` over the linear range [begin, end)
-// of the layout, where ptrs[i] points at operand i's first element of a run of
-// `count` elements along dim 0, spaced by inner_strides[i] bytes.
-template <class Inner>
-void for_each_range(const StridedLayout& L, char* const* base, int64_t begin, int64_t end, Inner&& inner) {
-  const int nops = L.noperands;
-  int64_t idx[kMaxDims];
-  int64_t rem = begin;
-  for (int d = 0; d < L.ndim; ++d) {
-    idx[d] = rem % L.sizes[d];
-    rem /= L.sizes[d];
-  }
-  char* ptrs[kMaxOperands];
-  int64_t inner_strides[kMaxOperands];
-  for (int op = 0; op < nops; ++op) {
-    char* p = base[op];
-    for (int d = 0; d < L.ndim; ++d) p += idx[d] * L.strides[op][d];
-    ptrs[op] = p;
-    inner_strides[op] = L.strides[op][0];
-  }
-  int64_t pos = begin;
-  while (pos < end) {
-    const int64_t run = std::min(L.sizes[0] - idx[0], end - pos);
-    inner(ptrs, inner_strides, run);
-    pos += run;
-    if (pos >= end) break;
-    // Advance: finish dim 0, carry into the outer dims.
-    for (int op = 0; op < nops; ++op) ptrs[op] += (run - 0) * L.strides[op][0];
-    idx[0] += run;
-    for (int d = 0; d < L.ndim && idx[d] == L.sizes[d]; ++d) {
-      for (int op = 0; op < nops; ++op) ptrs[op] -= L.sizes[d] * L.strides[op][d];
-      idx[d] = 0;
-      if (d + 1 < L.ndim) {
-        ++idx[d + 1];
-        for (int op = 0; op < nops; ++op) ptrs[op] += L.strides[op][d + 1];
-      }
-    }
-  }
-}
-
-// Runs `inner` over the whole layout, in parallel when it is large.
+// Runs `inner(ptrs, inner_strides, count)` over the whole layout (see for_each_erased),
+// in parallel when it is large.
 template <class Inner>
 void for_each(const StridedLayout& L, char* const* base, Inner&& inner, int64_t grain = kParallelGrain) {
-  if (L.numel == 0) return;
-  parallel_for(L.numel, grain, [&](int64_t b, int64_t e) { for_each_range(L, base, b, e, inner); });
+  using Fn = std::remove_reference_t<Inner>;
+  for_each_erased(
+      L, base, grain, [](void* ctx, char** p, const int64_t* s, int64_t n) { (*static_cast<Fn*>(ctx))(p, s, n); },
+      const_cast<void*>(static_cast<const void*>(&inner)));
 }
 
 }  // namespace mixt::cpu
