@@ -54,11 +54,13 @@ TEST_CASE("beta = 0 ignores NaN and Inf in self, as addmm does", "[linalg]") {
 
 TEST_CASE("chain_matmul and linalg_multi_dot multiply in the cheapest order", "[linalg]") {
   // a [10, 1] b [1, 10] c [10, 1]: a (b c) costs 20 multiplications, (a b) c 200. b c sums
-  // +-1e30 to exactly 0, while a b overflows float32 to Inf (and Inf - Inf is NaN): only the
-  // cheap order gives zeros.
+  // +-2^100 to exactly 0 in any order (every partial sum k * 2^100 is exact; with 1e30 the
+  // partial sums round, and OpenBLAS's AVX-512 kernel summed them to a nonzero value), while
+  // a b overflows float32 to Inf (and Inf - Inf is NaN): only the cheap order gives zeros.
   std::vector<double> alternating(10);
   for (size_t i = 0; i < alternating.size(); ++i) alternating[i] = i % 2 ? -1 : 1;
-  const Tensor big_col = full({10, 1}, 1e30), big_row = full({1, 10}, 1e30);
+  const double big = std::ldexp(1.0, 100);
+  const Tensor big_col = full({10, 1}, big), big_row = full({1, 10}, big);
   const Tensor signs_col = values(alternating, {10, 1}), signs_row = values(alternating, {1, 10});
   const Tensor right_first = chain_matmul({big_col, big_row, signs_col});
   CHECK(right_first.sizes() == Shape{10, 1});
