@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Sets up a Debian machine (installs missing packages with apt-get), builds mixt
 # and runs the demo or the test suite.
-#   ./build.sh demo    build, then run the main demo (the training demo; extra args go to it)
-#   ./build.sh test    build, then run every test suite (CUDA tests skip without a GPU)
+#   ./build.sh demo    build the library and the demo only, then run the demo (the training
+#                      demo; extra args go to it)
+#   ./build.sh test    build everything, then run every test suite (CUDA tests skip without a GPU)
 # Environment: BUILD_DIR (default: build), MESON_ARGS (extra `meson setup` options).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 # cmake: the install test builds an application through mixt's CMake package.
+# ccache: meson uses it for C++ when installed, and so does the nvcc wrapper for .cu
+# files, so a second build of the same sources (another folder, a clean clone) is quick.
 packages=(meson ninja-build g++ pkg-config catch2 libfmt-dev libopenblas-dev
           libopenmpi-dev openmpi-bin nlohmann-json3-dev libdlpack-dev xz-utils
-          libboost-context-dev cmake libhwy-dev)
+          libboost-context-dev cmake libhwy-dev ccache)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -32,10 +35,10 @@ if [ ! -f "$build_dir/build.ninja" ]; then
   # shellcheck disable=SC2086
   meson setup "$build_dir" $(kernels/cuda/nvcc-with-depfile.sh --native-file "$build_dir") ${MESON_ARGS:-}
 fi
-ninja -C "$build_dir"
 
 case "${1:-}" in
-  demo) shift; "$build_dir/docs/train_charlm" "$@" ;;
-  test) meson test -C "$build_dir" --print-errorlogs --num-processes 2 ;;
+  # The demo needs the library and its own program, not the test suites and benchmarks.
+  demo) shift; ninja -C "$build_dir" docs/train_charlm; "$build_dir/docs/train_charlm" "$@" ;;
+  test) ninja -C "$build_dir"; meson test -C "$build_dir" --print-errorlogs --num-processes 2 ;;
   *) echo "usage: $0 demo|test" >&2; exit 2 ;;
 esac
