@@ -19,6 +19,11 @@ void parallel_for_erased(int64_t n, int64_t grain, RangeBody body, void* ctx) {
   }
 }
 
+void parallel_threads_erased(int threads, ThreadBody body, void* ctx) {
+#pragma omp parallel num_threads(threads)
+  body(ctx, omp_get_thread_num(), omp_get_num_threads());
+}
+
 namespace {
 
 // The runs of the linear range [begin, end) of the layout, each handed to `body`.

@@ -46,6 +46,20 @@ void parallel_for_erased(int64_t n, int64_t grain, RangeBody body, void* ctx);
 // by inner_strides[i] bytes; in parallel (over the linear range) when the layout is large.
 void for_each_erased(const StridedLayout& L, char* const* base, int64_t grain, RunBody body, void* ctx);
 
+using ThreadBody = void (*)(void* ctx, int thread, int threads);
+
+// Runs body(ctx, t, T) on each thread t of an OpenMP team of `threads` asked for (T: the
+// team's size, which the runtime may make smaller).
+void parallel_threads_erased(int threads, ThreadBody body, void* ctx);
+
+// Calls f(t, T) on each thread t of a team of `threads` asked for (T: those granted).
+template <class F>
+void parallel_threads(int threads, F&& f) {
+  using Fn = std::remove_reference_t<F>;
+  parallel_threads_erased(threads, [](void* ctx, int t, int nt) { (*static_cast<Fn*>(ctx))(t, nt); },
+                          const_cast<void*>(static_cast<const void*>(&f)));
+}
+
 // Calls f(begin, end) over [0, n) split across threads.
 template <class F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {

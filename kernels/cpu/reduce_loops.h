@@ -305,13 +305,11 @@ void run_reduction(const ReduceGeometry& g, const R& r, const Tensor& in, Store&
     for (int64_t o = 0; o < g.out_numel; ++o) {
       const char* p = base + kept_offset(g, o);
       std::fill(partial.begin(), partial.end(), r.init());  // the runtime may grant fewer threads
-#pragma omp parallel num_threads(nt_red)
-      {
-        const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+      parallel_threads(nt_red, [&](int t, int nt) {
         acc_t acc = r.init();
         reduce_range<T>(g, r, p, split_point(g.red_numel, t, nt), split_point(g.red_numel, t + 1, nt), acc);
         partial[static_cast<size_t>(t)] = acc;
-      }
+      });
       acc_t acc = partial[0];
       for (int u = 1; u < nt_red; ++u) r.combine(acc, partial[static_cast<size_t>(u)]);
       store(o, acc);
