@@ -4,7 +4,7 @@
 // twice on both backends (Note [FMA policy]). Integer division by zero and integer
 // powers with negative exponents are reported through the device error word.
 // Split by dtype part (elementwise.cuh): binary.cu (kMainPart, and launch_binary),
-// binary_narrow.cu (float16, bfloat16 and the float8 formats).
+// binary_narrow.cu (float16 and bfloat16; float8: Note [Float8 elementwise through float32]).
 #pragma once
 
 #include <mixt/kernels/cuda/elementwise.cuh>
@@ -35,7 +35,7 @@ struct BinaryRows {
   }
 };
 
-constexpr uint32_t kBinaryNarrowPart = kHalfPart | kFp8Part;
+constexpr uint32_t kBinaryNarrowPart = kHalfPart;
 
 cudaError_t launch_binary_main(const BinaryArgs& a, cudaStream_t stream);    // binary.cu
 cudaError_t launch_binary_narrow(const BinaryArgs& a, cudaStream_t stream);  // binary_narrow.cu

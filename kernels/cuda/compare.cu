@@ -18,6 +18,7 @@ struct CompareRows {
   }
 };
 
-MIXT_DEFINE_ELEMENTWISE_PART(launch_compare, CompareArgs, CompareOp, MIXT_ELEMENTWISE_COMPARE, CompareRows, kAll)
+MIXT_DEFINE_ELEMENTWISE_PART(launch_compare, CompareArgs, CompareOp, MIXT_ELEMENTWISE_COMPARE, CompareRows,
+                             kElementwiseDevicePart)
 
 }  // namespace mixt::cuda

@@ -161,6 +161,10 @@ struct CheckedRhs {
 constexpr uint32_t kHalfPart = dtypes::bit(kFloat16) | dtypes::bit(kBFloat16);
 constexpr uint32_t kFp8Part = dtypes::kFloat8;
 constexpr uint32_t kMainPart = dtypes::kAll & ~kHalfPart & ~kFp8Part;  // bool, integers, float32, float64
+// The compute dtypes the elementwise families have device kernels for: all but the float8
+// formats, whose ops run the float32 kernels on widened operands (Note [Float8
+// elementwise through float32], kernels/cuda/binary.cpp).
+constexpr uint32_t kElementwiseDevicePart = kMainPart | kHalfPart;
 
 // Defines `cudaError_t fn(const Args&, cudaStream_t)`: the rows of LIST (an X-macro of
 // elementwise_ops.h, family enum Enum) for the compute dtypes of Part, each through

@@ -43,7 +43,9 @@ void where_kernel(OpCall& c) {
     a.layout = make_launch_layout(out.sizes(), geom);
     a.out = out.data_ptr();
     a.n_in = 3;
-    a.compute = dtype;
+    // where selects elements without reading them as numbers: a float8 selection is that of
+    // its bytes (Note [Float8 elementwise through float32]: no float8 device kernels).
+    a.compute = is_float8(dtype) ? kUInt8 : dtype;
     DeviceGuard guard(device.index(), "where");
     a.error_word = device_error_word(device.index());
     check(launch_row(a, static_cast<int>(TernaryOp::where), current_native_stream(device.index())), "where");

@@ -20,6 +20,7 @@ struct TernaryRows {
   }
 };
 
-MIXT_DEFINE_ELEMENTWISE_PART(launch_ternary, TernaryArgs, TernaryOp, MIXT_ELEMENTWISE_TERNARY, TernaryRows, kAll)
+MIXT_DEFINE_ELEMENTWISE_PART(launch_ternary, TernaryArgs, TernaryOp, MIXT_ELEMENTWISE_TERNARY, TernaryRows,
+                             kElementwiseDevicePart)
 
 }  // namespace mixt::cuda

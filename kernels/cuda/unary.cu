@@ -8,7 +8,6 @@ MIXT_DEFINE_ELEMENTWISE_PART(launch_unary_main, UnaryArgs, UnaryOp, MIXT_ELEMENT
 
 cudaError_t launch_unary(const UnaryArgs& a, cudaStream_t stream) {
   if (dtypes::contains(kHalfPart, a.e.compute)) return launch_unary_half(a, stream);
-  if (dtypes::contains(kFp8Part, a.e.compute)) return launch_unary_fp8(a, stream);
   return launch_unary_main(a, stream);
 }
 

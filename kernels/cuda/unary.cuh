@@ -2,7 +2,8 @@
 // (kernels/common/elementwise_ops.h), instantiated for the dtypes of its row, through
 // the loops of elementwise.cuh. The functors are the CPU's (kernels/common/functors.h).
 // Split by dtype part (elementwise.cuh): unary.cu (kMainPart, and launch_unary, which
-// picks the part), unary_half.cu (kHalfPart), unary_fp8.cu (kFp8Part).
+// picks the part), unary_half.cu (kHalfPart); float8 runs the float32 kernels (Note [Float8
+// elementwise through float32], binary.cpp).
 #pragma once
 
 #include <mixt/kernels/cuda/elementwise.cuh>
@@ -29,6 +30,5 @@ struct UnaryRows {
 
 cudaError_t launch_unary_main(const UnaryArgs& a, cudaStream_t stream);  // unary.cu
 cudaError_t launch_unary_half(const UnaryArgs& a, cudaStream_t stream);  // unary_half.cu
-cudaError_t launch_unary_fp8(const UnaryArgs& a, cudaStream_t stream);   // unary_fp8.cu
 
 }  // namespace mixt::cuda

@@ -371,6 +371,52 @@ void test_binary() {
                [](const Tensor& x, const Tensor& y) { return x * y; });
 }
 
+// Float8 ops run the float32 kernels on widened operands (Note [Float8 elementwise through
+// float32]): every family, in place, into a strided view, with scalars the kernel rounds
+// to float8 first, against the CPU's float8 kernels, over every float8 value.
+void test_float8_elementwise() {
+  for (ScalarType dt : {kFloat8_e4m3fn, kFloat8_e5m2}) {
+    const std::string n = name(dt);
+    std::vector<double> va, vb;
+    for (int code = 0; code < 256; ++code) {
+      const double x = dt == kFloat8_e4m3fn ? static_cast<float>(Float8_e4m3fn::from_bits(static_cast<uint8_t>(code)))
+                                            : static_cast<float>(Float8_e5m2::from_bits(static_cast<uint8_t>(code)));
+      va.push_back(x);
+      vb.push_back(code % 7 == 0 ? 0.3 : -0.75 * (code % 5));
+    }
+    const Tensor a = host(va, dt, {16, 16}), b = host(vb, dt, {16, 16});
+    const Tensor da = a.to(kGpu), db = b.to(kGpu);
+    const auto same = [&](const std::string& what, const Tensor& got, const Tensor& want) {
+      expect_same(got, want, what + " " + n);
+    };
+    same("exp", exp(da), exp(a));
+    same("sigmoid", sigmoid(da), sigmoid(a));
+    same("relu", relu(da), relu(a));
+    same("clamp(-1.3, 2.2)", clamp(da, -1.3, 2.2), clamp(a, -1.3, 2.2));
+    same("isnan (bool)", isnan(da), isnan(a));
+    same("div", div(da, db), div(a, b));
+    same("pow 2 (scalar)", pow(da, 2), pow(a, 2));
+    same("maximum, broadcast row", maximum(da, db.select(0, 3)), maximum(a, b.select(0, 3)));
+    same("add 0.3 alpha 1.7", add(da, 0.3, 1.7), add(a, 0.3, 1.7));
+    // 0.3 is first rounded to float8 (0.3125 in e4m3fn): x == 0.3 holds there.
+    same("eq 0.3 (scalar rounded first)", eq(da, 0.3), eq(a, 0.3));
+    same("eq 0.3 of b", eq(db, 0.3), eq(b, 0.3));
+    same("lt 0-dim float8 tensor", lt(da, zero_dim(0.3, dt)), lt(a, zero_dim(0.3, dt)));
+    same("where", where(gt(da, db), da, db), where(gt(a, b), a, b));
+    same("lerp 0.25", lerp(da, db, 0.25), lerp(a, b, 0.25));
+    same("addcmul 0.5", addcmul(da, db, da, 0.5), addcmul(a, b, a, 0.5));
+    Tensor x = a.clone(), dx = da.clone();
+    exp_(dx);
+    exp_(x);
+    same("exp_ in place", dx, x);
+    Tensor y = a.clone(), dy = da.clone();
+    Tensor yt = y.t(), dyt = dy.t();
+    dyt.mul_(db);
+    yt.mul_(b);
+    same("mul_ into a transposed view", dy, y);
+  }
+}
+
 void test_errors() {
   const Tensor c = host({1, 2, 3}, kFloat32), g = c.to(kGpu);
   expect_error("add of a CPU and a CUDA tensor", [&] { add(c, g); });
@@ -407,6 +453,7 @@ int main() {
   group("strided, broadcast and large copies", test_strided_copies);
   group("fill_ and factories", test_fill);
   group("add / mul", test_binary);
+  group("float8 elementwise through float32", test_float8_elementwise);
   group("errors", test_errors);
   group("synchronize", [] { cuda::synchronize(); });
   std::printf("test_cuda_slice: %d checks, %d failures\n", g_checks, g_failures);
