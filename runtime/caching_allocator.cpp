@@ -133,6 +133,7 @@ struct CachingPool::State {
       spare_events.push_back(p.event);
       if (--p.block->pending_events == 0) {
         counters.pending_free_bytes -= static_cast<int64_t>(p.block->size);
+        backend.block_state(p.block->ptr, p.block->size, 0, p.block->stream);
         free_block(p.block);
       }
     }
@@ -263,6 +264,7 @@ void* CachingPool::allocate(size_t nbytes, StreamKey stream) {
   }
   s.split(b, size);
   b->status = Block::Status::Allocated;
+  backend_.block_state(b->ptr, b->size, nbytes, stream);
   s.allocated.emplace(b->ptr, b);
   CachingPoolStats& c = s.counters;
   c.allocated_bytes += static_cast<int64_t>(b->size);
@@ -282,6 +284,7 @@ void CachingPool::free(void* ptr) {
   s.allocated.erase(it);
   s.counters.allocated_bytes -= static_cast<int64_t>(b->size);
   if (b->uses.empty()) {
+    backend_.block_state(b->ptr, b->size, 0, b->stream);
     s.free_block(b);
     return;
   }

@@ -34,6 +34,12 @@ class PoolBackend {
   // True when the work recorded by `event` has completed. Never waits.
   virtual bool event_done(PoolEvent event) = 0;
   virtual void destroy_event(PoolEvent event) = 0;
+  // A block of `bytes` at `ptr` was handed out for a request of `requested` bytes, or
+  // (`requested` 0) became reusable, ordered on `stream`. The emulated CUDA device's
+  // memcheck follows the blocks through these (kernels/cuda/allocator.cpp); others ignore them.
+  virtual void block_state(void* ptr, size_t bytes, size_t requested, StreamKey stream) {
+    (void)ptr, (void)bytes, (void)requested, (void)stream;
+  }
 };
 
 // Counters of one pool (one device). Byte counts are of rounded block sizes.

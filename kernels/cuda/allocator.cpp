@@ -7,6 +7,9 @@
 
 #include <cuda_runtime_api.h>
 
+#if defined(MIXT_CUDA_EMULATED)
+#include <mixt/kernels/cuda/emulated/emulator.h>
+#endif
 #include <mixt/kernels/cuda/host.h>
 #include <mixt/kernels/cuda/stream.h>
 #include <mixt/runtime/check.h>
@@ -81,8 +84,21 @@ class DeviceBackend final : public CudaEventBackend {
     DeviceGuard guard(device_, "allocate");
     void* p = nullptr;
     const cudaError_t err = cudaMalloc(&p, bytes);  // before p is read: argument order is unspecified
-    return malloc_result(err, p, "allocate");
+    p = malloc_result(err, p, "allocate");
+#if defined(MIXT_CUDA_EMULATED)
+    if (p) emulated::note_segment(p, bytes);
+#endif
+    return p;
   }
+#if defined(MIXT_CUDA_EMULATED)
+  // The emulated device's memcheck knows each block's live extent: a kernel that runs
+  // past a tensor's bytes faults even inside the block's 512-byte rounding.
+  void block_state(void* p, size_t bytes, size_t requested, StreamKey key) override {
+    const Stream stream = stream_of_key(key);
+    DeviceGuard guard(stream.device_index(), "allocate");  // a legacy stream names the current device's
+    emulated::note_block(native(stream), p, bytes, requested);
+  }
+#endif
   void raw_free(void* p, size_t) override {
     DeviceGuard guard(device_, "cuda::empty_cache");
     check(cudaFree(p), "cuda::empty_cache");

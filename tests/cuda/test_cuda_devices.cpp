@@ -73,6 +73,11 @@ void synchronize_every_device() {
   const Device one = Device::cuda(1);
   cuda::Stream s = cuda::create_stream(one);
   Tensor big = zeros({1 << 16}, TensorOptions{.dtype = kFloat32, .device = one});
+  // s is a non-blocking stream: it must wait for the zeros written on cuda:1's current
+  // stream (without this wait, memcheck finds add_ reading a block not yet handed out).
+  cuda::Event filled;
+  filled.record(cuda::current_stream(one));
+  filled.wait(s);
   {
     cuda::StreamGuard g(s);
     big.add_(3.0);

@@ -1,11 +1,12 @@
 // The emulated CUDA device's own checks (built with -Dcuda=emulated only): each fault
 // the emulator exists to find is planted in a small kernel and must be caught —
-// a removed __syncthreads, a barrier in a divergent branch, an off-by-one tail (under
-// AddressSanitizer, in a child process), an oversized dynamic shared buffer without the
+// a barrier in a divergent branch, an oversized dynamic shared buffer without the
 // attribute, a launch on the legacy stream racing a non-blocking stream — and the
 // device's limits, shared-memory poison, barrier reductions, atomics and memory cap
 // behave as an H200's documented ones. Runs in deferred mode (set below) so the race
-// shows; own main (tests/cuda/gpu_checks.h).
+// shows; own main (tests/cuda/gpu_checks.h). The access checks (memcheck, initcheck,
+// racecheck; a removed __syncthreads among them) have their own program,
+// test_emulated_checks.cu.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,21 +32,11 @@ namespace {
 
 constexpr int kThreads = 64;
 
-// out[t] = the neighbour's value through shared memory; `sync` false removes the barrier.
-__global__ void neighbour_kernel(const float* in, float* out, bool sync) {
-  MIXT_DYNAMIC_SHARED_BYTES(bytes);
-  float* sh = reinterpret_cast<float*>(bytes);
-  const unsigned t = threadIdx.x;
-  sh[t] = in[t];
-  if (sync) __syncthreads();
-  out[t] = sh[(t + 1) % blockDim.x];
-}
-
 // A barrier only the first `waiting` threads reach; the others return.
 __global__ void divergent_barrier_kernel(float* out, unsigned waiting) {
   if (threadIdx.x >= waiting) return;
   __syncthreads();
-  out[threadIdx.x] = 1.0f;
+  out[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f;
 }
 
 // Odd and even threads wait at two different barriers.
@@ -57,11 +48,6 @@ __global__ void two_barriers_kernel(float* out) {
     __syncthreads();
     out[threadIdx.x] = 2.0f;
   }
-}
-
-// Writes n + 1 elements into an n-element buffer (the planted off-by-one).
-__global__ void tail_kernel(float* out, int n) {
-  for (int i = static_cast<int>(threadIdx.x); i <= n; i += static_cast<int>(blockDim.x)) out[i] = 2.0f;
 }
 
 // Reads shared memory nobody wrote.
@@ -119,27 +105,8 @@ cudaError_t settle() {
   return e;
 }
 
-void removed_barrier() {
-  std::vector<float> h(kThreads);
-  for (int i = 0; i < kThreads; ++i) h[i] = static_cast<float>(i);
-  float* in = device_alloc<float>(kThreads);
-  float* out = device_alloc<float>(kThreads);
-  cudaMemcpy(in, h.data(), sizeof(float) * kThreads, cudaMemcpyHostToDevice);
-  for (bool sync : {true, false}) {
-    launch_kernel(neighbour_kernel, {1, kThreads, sizeof(float) * kThreads, nullptr}, in, out, sync);
-    expect(settle() == cudaSuccess, "neighbour_kernel runs");
-    const std::vector<float> r = to_host(out, kThreads);
-    int wrong = 0;
-    for (int t = 0; t < kThreads; ++t) wrong += r[t] != h[(t + 1) % kThreads];
-    if (sync) expect(wrong == 0, "with its barrier every thread reads its neighbour's value");
-    else expect(wrong > 0, "without the barrier some thread reads the shared poison instead (the removed __syncthreads shows)");
-  }
-  cudaFree(in);
-  cudaFree(out);
-}
-
 void divergent_barriers() {
-  float* out = device_alloc<float>(kThreads);
+  float* out = device_alloc<float>(2 * kThreads);
   launch_kernel(divergent_barrier_kernel, {2, kThreads, 0, nullptr}, out, 16u);
   expect(settle() == cudaErrorLaunchFailure, "a barrier reached by threads 0-15 while 16-63 exit is a launch failure");
   launch_kernel(divergent_barrier_kernel, {2, kThreads, 0, nullptr}, out, 16u);
@@ -276,35 +243,6 @@ void memory_and_streams() {
   cudaFree(p);
 }
 
-// The off-by-one tail, run in a child process: AddressSanitizer reports the write past
-// the exact-size allocation and ends the child.
-int tail_child() {
-  float* out = device_alloc<float>(100);
-  launch_kernel(tail_kernel, {1, 32, 0, nullptr}, out, 100);
-  cudaDeviceSynchronize();
-  return 0;
-}
-
-void off_by_one_tail(const char* self) {
-#if defined(__SANITIZE_ADDRESS__)
-  const std::string log = std::string("test_emulated_device.tail.log");
-  const std::string cmd = std::string("ASAN_OPTIONS=detect_leaks=0 '") + self + "' --tail-child > " + log + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  std::string text;
-  if (FILE* f = std::fopen(log.c_str(), "r")) {
-    char buf[4096];
-    size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-    std::fclose(f);
-  }
-  expect(status != 0 && text.find("heap-buffer-overflow") != std::string::npos && text.find("tail_kernel") != std::string::npos,
-         "AddressSanitizer catches the write one past the allocation in tail_kernel");
-#else
-  (void)self;
-  std::printf("  (the off-by-one tail is caught only under AddressSanitizer: not checked in this build)\n");
-#endif
-}
-
 // A malformed setting, in a child process (the settings are read once per process): no
 // device, and every CUDA use raises mixt::Error quoting the setting; the process goes on.
 int bad_setting_child() {
@@ -334,15 +272,12 @@ void bad_setting(const char* self) {
 
 int main(int argc, char** argv) {
   setenv("MIXT_EMULATED_ASYNC", "deferred", 1);  // before the first CUDA call reads the settings
-  if (argc > 1 && std::strcmp(argv[1], "--tail-child") == 0) return tail_child();
   if (argc > 1 && std::strcmp(argv[1], "--bad-setting-child") == 0) return bad_setting_child();
-  group("emulator: removed __syncthreads", removed_barrier);
   group("emulator: divergent barriers", divergent_barriers);
   group("emulator: launch limits and shared memory", limits);
   group("emulator: shared poison, votes, atomics", shared_poison_and_votes);
   group("emulator: legacy stream racing a non-blocking one", legacy_race);
   group("emulator: memory, properties, streams", memory_and_streams);
-  group("emulator: off-by-one tail", [&] { off_by_one_tail(argv[0]); });
   group("emulator: a malformed setting", [&] { bad_setting(argv[0]); });
   std::printf("test_emulated_device: %d checks, %d failures\n", mixt::testing::g_checks, mixt::testing::g_failures);
   return mixt::testing::g_failures == 0 ? 0 : 1;

@@ -21,6 +21,7 @@
 #include <new>
 #include <type_traits>
 
+#include <mixt/kernels/cuda/emulated/access_checks.h>
 #include <mixt/kernels/cuda/emulated/emulator.h>
 #include <mixt/runtime/float_types.h>
 
@@ -331,7 +332,7 @@ int post(Live& l) {
 
 // Writes `l`'s outputs once MPI finished (no lock: touches only this operation's memory).
 // Returns an error text when the peers did not keep the contract.
-std::string finish(Live& l) {
+std::string write_outputs(Live& l) {
   const Op& o = *l.op;
   const ncclComm& c = *o.comm;
   const int n = c.nranks;
@@ -363,6 +364,17 @@ std::string finish(Live& l) {
     }
   }
   return "";
+}
+
+// write_outputs, then the bytes written count as initialised for the device's initcheck.
+std::string finish(Live& l) {
+  std::string error = write_outputs(l);
+  const Op& o = *l.op;
+  const size_t bytes = o.count * type_size(o.type);
+  const bool receives = o.kind != Op::Send && (o.kind != Op::Reduce || o.peer == o.comm->rank);
+  if (error.empty() && receives && bytes)
+    emu::note_written(o.recv, o.kind == Op::AllGather ? static_cast<size_t>(o.comm->nranks) * bytes : bytes);
+  return error;
 }
 
 // Abandons `l`'s MPI operation (its communicator failed or was aborted).

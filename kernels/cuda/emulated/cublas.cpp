@@ -17,6 +17,7 @@
 #include <cublas_v2.h>
 #include <fmt/format.h>
 
+#include <mixt/kernels/cuda/emulated/access_checks.h>
 #include <mixt/kernels/cuda/emulated/emulator.h>
 #include <mixt/kernels/cuda/emulated/gemm_reference.h>
 
@@ -135,6 +136,7 @@ cublasStatus_t gemm_strided_batched(cublasHandle_t h, cublasOperation_t transa, 
       return;
     if (g.beta == 0) g.c.ptr = nullptr;  // "If beta == 0, C does not have to be a valid input"
     run_gemm(g);
+    note_written(g.d.ptr, static_cast<size_t>(extent(g.d)) * element_size(g.d.type));  // for the kernels' initcheck
   };
   return enqueue(h->stream, "cublasGemmStridedBatchedEx", work) == cudaSuccess ? CUBLAS_STATUS_SUCCESS
                                                                                : CUBLAS_STATUS_EXECUTION_FAILED;

@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include <mixt/kernels/cuda/emulated/access_checks.h>
 #include <mixt/kernels/cuda/emulated/cublaslt_state.h>
 #include <mixt/kernels/cuda/emulated/emulator.h>
 #include <mixt/kernels/cuda/emulated/gemm_reference.h>
@@ -144,6 +145,12 @@ struct MatmulWork {
     g.aux = const_cast<void*>(s.aux), g.aux_type = p.aux_type, g.aux_ld = s.aux_ld, g.aux_stride = s.aux_batch_stride;
     g.split_k_in_output_type = algo.reduction == CUBLASLT_REDUCTION_SCHEME_INPLACE && algo.split_k > 1;
     run_gemm(g);
+    // What the call wrote counts as initialised for the kernels' initcheck (the extents,
+    // leading-dimension gaps included).
+    note_written(d, bytes(p.d));
+    if (g.epi.store_aux) note_written(s.aux, aux_bytes);
+    if (writes_bias(e)) note_written(s.bias, bias_bytes);
+    if (s.amax_d) note_written(s.amax_d, 4);
   }
 };
 

@@ -58,6 +58,11 @@ unsigned char* dynamic_shared_memory();
 // The launch of one kernel: limits checked, the grid queued on `stream` as one piece
 // of stream-ordered work. `run_thread(params)` runs one CUDA thread. Returns the
 // launch error (also left for cudaGetLastError, as the real runtime does).
+// A kernel argument of pointer type, checked at launch (memcheck).
+struct PointerArgument {
+  int index = 0;  // the argument's position
+  const void* value = nullptr;
+};
 struct LaunchRequest {
   const void* kernel = nullptr;  // identifies the kernel (cudaFuncSetAttribute)
   dim3 grid, block;
@@ -65,6 +70,9 @@ struct LaunchRequest {
   cudaStream_t stream = nullptr;
   size_t param_bytes = 0;
   std::source_location site;
+  size_t params_object_bytes = 0;  // the parameter block's size as the executor copies it
+  const PointerArgument* pointers = nullptr;
+  int pointer_count = 0;
 };
 using ThreadBody = void (*)(const void* params);
 using ParamsCopy = void* (*)(const void* params);  // heap copy of the parameter block
@@ -88,6 +96,24 @@ constexpr size_t param_bytes() {
   return (size_t{0} + ... + sizeof(P));
 }
 
+// The arguments of pointer type (to objects) among `args`, in `out`; returns how many.
+template <class... P>
+int pointer_arguments(const std::tuple<P...>& args, PointerArgument* out) {
+  int n = 0, index = 0;
+  std::apply(
+      [&](const auto&... a) {
+        const auto one = [&](const auto& v) {
+          using V = std::decay_t<decltype(v)>;
+          if constexpr (std::is_pointer_v<V> && std::is_object_v<std::remove_pointer_t<V>>)
+            out[n++] = PointerArgument{index, static_cast<const void*>(v)};
+          ++index;
+        };
+        (one(a), ...);
+      },
+      args);
+  return n;
+}
+
 // The emulated `kernel<<<grid, block, shared_bytes, stream>>>(args...)`.
 template <class... P, class... A>
 cudaError_t launch_kernel(void (*kernel)(P...), dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
@@ -95,8 +121,10 @@ cudaError_t launch_kernel(void (*kernel)(P...), dim3 grid, dim3 block, size_t sh
   using Params = std::tuple<std::decay_t<P>...>;
   using Tuple = std::tuple<void (*)(P...), Params>;
   const Tuple t{kernel, Params(std::forward<A>(args)...)};
+  PointerArgument pointers[sizeof...(P) + 1];
+  const int pointer_count = pointer_arguments(std::get<1>(t), pointers);
   const LaunchRequest r{reinterpret_cast<const void*>(kernel), grid, block, shared_bytes, stream,
-                        param_bytes<P...>(), site};
+                        param_bytes<P...>(), site, sizeof(Tuple), pointers, pointer_count};
   return launch(r, &t, &Thunk<void (*)(P...), Tuple>::run, &Thunk<void (*)(P...), Tuple>::copy,
                 &Thunk<void (*)(P...), Tuple>::destroy);
 }

@@ -24,6 +24,9 @@ struct Settings {
   uint64_t seed = 1;                          // MIXT_EMULATED_SEED (shuffle order)
   AsyncMode async = AsyncMode::Eager;         // MIXT_EMULATED_ASYNC=eager|deferred
   int workers = 0;                            // MIXT_EMULATED_WORKERS (0: the CPU's threads)
+  // MIXT_EMULATED_CHECKS=all|none|a comma list of memcheck,initcheck,racecheck: the
+  // access checks of instrumented device code (kernels/cuda/emulated/access_checks.h).
+  bool memcheck = true, initcheck = true, racecheck = true;
   // The first malformed setting ("MIXT_EMULATED_ORDER=sideways is not valid (expected ...)"):
   // then there is no device, and cudaGetDeviceCount fails with cudaErrorInitializationError,
   // whose text carries this message (mixt raises it from the first CUDA use, never exits).
@@ -42,6 +45,10 @@ constexpr const char* kDeviceName = "mixt emulated CUDA device (H200 limits, run
 // Returns cudaErrorInvalidResourceHandle for an unknown or destroyed stream, or the
 // sticky fault.
 cudaError_t enqueue(cudaStream_t stream, const char* what, std::function<void()> work);
+// Runs `fn` once the work queued on `stream` so far has run (at once when none is
+// pending), as part of that work: no new piece of work, so stream and event queries
+// are unchanged. For the emulator's own bookkeeping (the allocator's block marks).
+void after_stream_work(cudaStream_t stream, std::function<void()> fn);
 // Runs everything queued on `stream` so far (and what it depends on): a host wait.
 cudaError_t synchronize_stream(cudaStream_t stream);
 // The device a stream belongs to (-1 for an unknown handle); the legacy stream
@@ -63,6 +70,14 @@ Allocation find_allocation(const void* p, size_t bytes);
 // True when a kernel or library call of the current device may touch [p, p + bytes):
 // device memory of any device (peer access) or mapped pinned host memory.
 bool device_accessible(const void* p, size_t bytes);
+
+// The caching allocator's blocks, as memcheck sees them (access_checks.h). A new
+// segment from cudaMalloc holds no block yet: none of it is addressable.
+void note_segment(const void* p, size_t bytes);
+// In order with `stream`'s work: the block [p, p + bytes) is handed out with its first
+// `live_bytes` addressable and unwritten (the rest is the allocator's rounding), or, with
+// `live_bytes` 0, it is free again and nothing in it is addressable.
+void note_block(cudaStream_t stream, const void* p, size_t bytes, size_t live_bytes);
 
 // True once a call has created device `device`'s primary context (cudaSetDevice,
 // an allocation, a launch): a process that should use one GPU must not touch others.

@@ -24,7 +24,9 @@
 #include <thread>
 #include <vector>
 
+// device_runtime.h first: it defines the CUDA qualifiers before any CUDA header does.
 #include <mixt/kernels/cuda/emulated/device_runtime.h>
+#include <mixt/kernels/cuda/emulated/access_checks.h>
 #include <mixt/kernels/cuda/emulated/emulator.h>
 #include <mixt/kernels/cuda/emulated/executor.h>
 #include <mixt/kernels/cuda/emulated/runtime_state.h>
@@ -122,6 +124,8 @@ struct BlockRun {
   void* scheduler_fake_stack = nullptr;
   const void* scheduler_bottom = nullptr;
   size_t scheduler_size = 0;
+  KernelAccess access;  // what the access checks know of the running thread
+  bool faulted = false;  // a check failed: the block stops
 };
 
 thread_local BlockRun* t_block __attribute__((tls_model("initial-exec"))) = nullptr;
@@ -134,6 +138,7 @@ struct Grid {
   std::shared_ptr<void> params;
   std::string name;  // the launch site, for fault reports
   uint64_t launch_number = 0;
+  int device = 0;
 };
 
 std::string site_name(const std::source_location& s) {
@@ -170,6 +175,14 @@ std::string barrier_text(const CudaThread& t) {
   return file + ":" + std::to_string(t.barrier_line);
 }
 
+// The access checks' view of the thread that runs now.
+void set_running(BlockRun* b, CudaThread& th) {
+  b->current = &th;
+  threadIdx = th.index;
+  b->access.thread = th.index;
+  b->access.thread_linear = th.index.x + blockDim.x * (th.index.y + blockDim.y * th.index.z);
+}
+
 // Leaves an exited fiber for good (its stack goes back to the pool).
 [[noreturn]] void exit_to_scheduler(BlockRun* b) {
 #if defined(MIXT_EMULATED_ASAN)
@@ -194,8 +207,7 @@ void fiber_entry(ctx::transfer_t t) {
     CudaThread& th = (*b->threads)[b->start_order[b->next_start++]];
     th.state = FiberState::Running;
     th.fiber = me;
-    b->current = &th;
-    threadIdx = th.index;
+    set_running(b, th);
     b->grid->body(b->grid->params.get());
     th.state = FiberState::Exited;
   }
@@ -216,6 +228,8 @@ void resume(BlockRun& b, int f) {
   }
   b.running_fiber = f;
   Fiber& fb = fibers[static_cast<size_t>(f)];
+  b.access.stack_lo = reinterpret_cast<uintptr_t>(fb.stack.base);
+  b.access.stack_bytes = fb.stack.bytes;
 #if defined(MIXT_EMULATED_ASAN)
   __sanitizer_start_switch_fiber(&b.scheduler_fake_stack, fb.stack.base, fb.stack.bytes);
 #endif
@@ -277,7 +291,29 @@ bool run_block(const Grid& grid, uint64_t linear_block) {
   b.threads = &threads;
   b.fibers = &fibers;
   b.shared = shared.get();
+  const Settings& st = settings();
+  KernelAccess& ka = b.access;
+  ka.kernel = &grid.name;
+  ka.launch_number = grid.launch_number;
+  ka.device = grid.device;
+  ka.block = blockIdx;
+  ka.block_dim = bd;
+  ka.grid_dim = g;
+  ka.block_tag = static_cast<uint32_t>((grid.launch_number & 0xffff) << 16 | (linear_block % 0xffff + 1));
+  ka.shared_lo = reinterpret_cast<uintptr_t>(shared.get());
+  ka.shared_bytes = shared_bytes;
+  ka.params_lo = reinterpret_cast<uintptr_t>(grid.params.get());
+  ka.params_bytes = grid.request.params_object_bytes;
+  const uintptr_t tls[] = {reinterpret_cast<uintptr_t>(&threadIdx), reinterpret_cast<uintptr_t>(&blockIdx),
+                           reinterpret_cast<uintptr_t>(&blockDim), reinterpret_cast<uintptr_t>(&gridDim)};
+  ka.tls_lo = *std::min_element(std::begin(tls), std::end(tls));
+  ka.tls_bytes = *std::max_element(std::begin(tls), std::end(tls)) + sizeof(dim3) - ka.tls_lo;
+  ka.memcheck = st.memcheck;
+  ka.initcheck = st.initcheck;
+  ka.racecheck = st.racecheck;
+  begin_block(ka);
   t_block = &b;
+  if (ka.memcheck || ka.initcheck || ka.racecheck) t_kernel_access = &ka;
   std::vector<unsigned> order(n);
   const uint64_t block_seed = mix(settings().seed ^ mix(grid.launch_number) ^ linear_block);
   std::string fault;
@@ -287,11 +323,15 @@ bool run_block(const Grid& grid, uint64_t linear_block) {
       // Every thread starts, in this order, on as few fibers as the barriers allow.
       b.start_order = order;
       b.next_start = 0;
-      while (b.next_start < n) resume(b, -1);
+      while (b.next_start < n && !b.faulted) resume(b, -1);
     } else {
-      for (unsigned t : order)
+      next_phase(ka);
+      for (unsigned t : order) {
+        if (b.faulted) break;
         if (threads[t].state == FiberState::AtBarrier) resume(b, threads[t].fiber);
+      }
     }
+    if (b.faulted) break;  // a check failed; its fault is recorded
     std::vector<unsigned> waiting, exited;
     for (unsigned t = 0; t < n; ++t) (threads[t].state == FiberState::Exited ? exited : waiting).push_back(t);
     if (waiting.empty()) break;
@@ -325,10 +365,11 @@ bool run_block(const Grid& grid, uint64_t linear_block) {
     for (unsigned t : waiting) threads[t].result = result;
   }
   t_block = nullptr;
-  if (fault.empty()) return true;
+  t_kernel_access = nullptr;
+  if (fault.empty() && !b.faulted) return true;
   for (Fiber& f : fibers)  // abandon the suspended fibers; their stacks go back to the pool
     if (f.stack.base) t_stacks.put(f.stack);
-  record_fault(cudaErrorLaunchFailure, fault);
+  if (!b.faulted) record_fault(cudaErrorLaunchFailure, fault);
   return false;
 }
 
@@ -446,9 +487,15 @@ int block_barrier(int kind, int predicate, const char* file, int line) {
   __sanitizer_finish_switch_fiber(fiber->fake_stack, &b->scheduler_bottom, &b->scheduler_size);
 #endif
   me->state = FiberState::Running;
-  b->current = me;
-  threadIdx = me->index;
+  set_running(b, *me);
   return me->result;
+}
+
+void abandon_kernel() {
+  BlockRun* b = t_block;
+  b->faulted = true;
+  b->current->state = FiberState::Exited;
+  exit_to_scheduler(b);
 }
 
 unsigned char* dynamic_shared_memory() { return t_block ? t_block->shared : nullptr; }
@@ -459,12 +506,25 @@ cudaError_t launch(const LaunchRequest& r, const void* params, ThreadBody body, 
   if (e != cudaSuccess) return set_last_error(e);
   // A kernel runs on the current device: a stream of another device is an invalid handle.
   if (stream_device(r.stream) != current_device()) return set_last_error(cudaErrorInvalidResourceHandle);
+  // memcheck: a pointer argument the kernel could not dereference on the device. The
+  // hardware would fault at the first access; the emulator names the argument at once.
+  if (settings().memcheck)
+    for (int i = 0; i < r.pointer_count; ++i) {
+      const std::string why = check_kernel_pointer(r.pointers[i].value, current_device());
+      if (why.empty()) continue;
+      record_fault(cudaErrorIllegalAddress, "memcheck: argument " + std::to_string(r.pointers[i].index) + " of " +
+                                                site_name(r.site) + " is a pointer the kernel cannot use: " + why);
+      return set_last_error(cudaErrorIllegalAddress);
+    }
   auto grid = std::make_shared<Grid>();
   grid->request = r;
+  grid->request.pointers = nullptr;  // the caller's array; checked above
+  grid->request.pointer_count = 0;
   grid->body = body;
   grid->params = std::shared_ptr<void>(copy(params), destroy);
   grid->name = site_name(r.site);
   grid->launch_number = g_launches.fetch_add(1);
+  grid->device = current_device();
   const cudaError_t q = enqueue(r.stream, "a kernel", [grid] { run_grid(*grid); });
   if (q != cudaSuccess) return set_last_error(q);
   return cudaSuccess;

@@ -82,6 +82,24 @@ Settings read_settings() {
     if (parse_integer(v, 0, 1024, &n)) s.workers = static_cast<int>(n);
     else bad_setting(s, "MIXT_EMULATED_WORKERS", v, "0 to 1024 (0: one per CPU thread)");
   }
+  if (const char* v = std::getenv("MIXT_EMULATED_CHECKS")) {
+    const std::string list = v;
+    s.memcheck = s.initcheck = s.racecheck = false;
+    bool ok = true;
+    size_t at = 0;
+    while (ok && list != "none") {
+      const size_t comma = list.find(',', at);
+      const std::string item = list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+      if (item == "all") s.memcheck = s.initcheck = s.racecheck = true;
+      else if (item == "memcheck") s.memcheck = true;
+      else if (item == "initcheck") s.initcheck = true;
+      else if (item == "racecheck") s.racecheck = true;
+      else ok = false;
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+    if (!ok) bad_setting(s, "MIXT_EMULATED_CHECKS", v, "all, none, or a comma list of memcheck, initcheck, racecheck");
+  }
   if (!s.error.empty()) std::fprintf(stderr, "mixt emulated CUDA device: %s\n", s.error.c_str());
   return s;
 }

@@ -15,6 +15,7 @@
 #include <new>
 #include <vector>
 
+#include <mixt/kernels/cuda/emulated/access_checks.h>
 #include <mixt/kernels/cuda/emulated/emulator.h>
 #include <mixt/kernels/cuda/emulated/runtime_state.h>
 
@@ -56,6 +57,8 @@ cudaError_t allocate(void** out, size_t bytes, MemoryKind kind) {
   if (p == nullptr) return set_last_error(cudaErrorMemoryAllocation);
   std::memset(p, kind == MemoryKind::Device ? 0xff : 0, bytes);
   g_blocks[static_cast<const char*>(p)] = Block{kind, kind == MemoryKind::Device ? device : -1, bytes};
+  if (kind == MemoryKind::Device) track_device_region(static_cast<const char*>(p), bytes, device);
+  else track_pinned_region(static_cast<const char*>(p), bytes);
   if (kind == MemoryKind::Device) g_used[device] += bytes;
   touch_context(device);
   *out = p;
@@ -73,6 +76,7 @@ cudaError_t release(void* p, MemoryKind kind) {
   if (it == g_blocks.end() || it->second.kind != kind) return set_last_error(cudaErrorInvalidValue);
   if (kind == MemoryKind::Device) g_used[it->second.device] -= it->second.bytes;
   g_blocks.erase(it);
+  untrack_region(static_cast<const char*>(p));
   ::operator delete[](p, kAlign);
   return cudaSuccess;
 }
@@ -124,8 +128,14 @@ cudaError_t copy(void* dst, size_t dpitch, const void* src, size_t spitch, size_
     from_pitch = width;
   }
   char* to = static_cast<char*>(dst);
+  const bool device_source = ss == Side::Device;
   const cudaError_t q = enqueue(stream, "cudaMemcpy", [=] {
-    for (size_t r = 0; r < rows; ++r) std::memmove(to + r * dpitch, from + r * from_pitch, width);
+    for (size_t r = 0; r < rows; ++r) {
+      std::memmove(to + r * dpitch, from + r * from_pitch, width);
+      // initcheck: a copy from device memory carries its written bits; others write.
+      if (device_source) copy_written_state(to + r * dpitch, from + r * from_pitch, width);
+      else note_written(to + r * dpitch, width);
+    }
     (void)staged;
   });
   if (q != cudaSuccess) return q;
@@ -140,7 +150,10 @@ cudaError_t fill(void* p, int value, size_t bytes, cudaStream_t stream, bool syn
   const Side s = side_of(p, bytes);
   if (s != Side::Device && s != Side::Pinned) return set_last_error(cudaErrorInvalidValue);
   char* to = static_cast<char*>(p);
-  const cudaError_t q = enqueue(stream, "cudaMemset", [=] { std::memset(to, value, bytes); });
+  const cudaError_t q = enqueue(stream, "cudaMemset", [=] {
+    std::memset(to, value, bytes);
+    note_written(to, bytes);
+  });
   if (q != cudaSuccess) return q;
   return sync ? set_last_error(synchronize_stream(stream)) : cudaSuccess;
 }

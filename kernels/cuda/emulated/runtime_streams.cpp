@@ -22,6 +22,7 @@ struct Work {
   uint64_t seq = 0;
   int device = 0;
   std::function<void()> fn;
+  std::vector<std::function<void()>> then;  // bookkeeping that follows it (after_stream_work)
   std::vector<std::shared_ptr<Work>> deps;
   bool done = false;
   double finished_ms = 0;  // host time when it ran (events' timestamps)
@@ -76,6 +77,8 @@ CUstream_st* resolve(cudaStream_t s) {
 void execute(Work& w) {
   touch_context(w.device);
   if (sticky_error() == cudaSuccess) w.fn();  // a poisoned context runs nothing more
+  for (const auto& f : w.then) f();
+  w.then.clear();
   w.fn = nullptr;
   w.done = true;
   w.finished_ms = now_ms();
@@ -146,6 +149,16 @@ cudaError_t enqueue(cudaStream_t stream, const char*, std::function<void()> work
   CUstream_st* s = resolve(stream);
   if (s == nullptr) return set_last_error(cudaErrorInvalidResourceHandle);
   return queue(s, std::move(work), {});
+}
+
+void after_stream_work(cudaStream_t stream, std::function<void()> fn) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  CUstream_st* s = resolve(stream);
+  if (s != nullptr && s->last && !s->last->done) {
+    s->last->then.push_back(std::move(fn));
+    return;
+  }
+  fn();  // the stream is idle (or unknown): nothing queued can still touch what fn changes
 }
 
 cudaError_t synchronize_stream(cudaStream_t stream) {
