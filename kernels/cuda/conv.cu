@@ -40,7 +40,7 @@ __global__ void col2im_kernel(WindowArgs a) {
 cudaError_t launch_im2col(const WindowArgs& a, cudaStream_t stream) {
   const int64_t n = a.planes * a.w.taps();
   if (n == 0) return cudaSuccess;
-  const unsigned blocks = blocks_for(n);
+  const unsigned blocks = grid_for(n);
   switch (element_size(a.dtype)) {
     case 1: launch_kernel(im2col_kernel<uint8_t>, {blocks, kBlockThreads, 0, stream}, a); break;
     case 2: launch_kernel(im2col_kernel<uint16_t>, {blocks, kBlockThreads, 0, stream}, a); break;
@@ -55,7 +55,7 @@ cudaError_t launch_col2im(const WindowArgs& a, cudaStream_t stream) {
   const int64_t n = a.planes * a.w.plane();
   if (n == 0) return cudaSuccess;
   return visit_dtype<dtypes::kFloating>(a.dtype, "col2im", [&](auto tag) {
-    launch_kernel(col2im_kernel<typename decltype(tag)::type>, {blocks_for(n), kBlockThreads, 0, stream}, a);
+    launch_kernel(col2im_kernel<typename decltype(tag)::type>, {grid_for(n), kBlockThreads, 0, stream}, a);
     return cudaGetLastError();
   });
 }

@@ -42,7 +42,7 @@ cudaError_t launch_fill(const LaunchLayout& layout, void* dst, int element_size,
   const bool dense = layout.contiguous;
   if (L.numel == 0) return cudaSuccess;
   char* p = static_cast<char*>(dst);
-  const unsigned b = blocks_for(L.numel);
+  const unsigned b = grid_for(L.numel);
   switch (element_size) {
     case 1: launch_kernel(fill_kernel<uint8_t>, {b, kBlockThreads, 0, s}, L, dense, p, static_cast<uint8_t>(bits)); break;
     case 2: launch_kernel(fill_kernel<uint16_t>, {b, kBlockThreads, 0, s}, L, dense, p, static_cast<uint16_t>(bits)); break;

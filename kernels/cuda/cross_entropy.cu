@@ -150,7 +150,7 @@ cudaError_t launch_sum_weights(const CrossEntropyArgs& a, cudaStream_t s) {
   return cudaGetLastError();
 }
 
-unsigned row_blocks(int64_t rows) { return static_cast<unsigned>(rows < kMaxBlocks ? rows : kMaxBlocks); }
+unsigned row_blocks(int64_t rows) { return grid_blocks(rows); }
 
 template <class T, class I>
 cudaError_t launch_forward_typed(const CrossEntropyArgs& a, cudaStream_t s) {

@@ -8,7 +8,7 @@
 //   one element at a time;
 // - Dense: one dense run, unaligned: element i at i * element size;
 // - Strided: any strides and broadcasts, offsets from kernels/common/layout_index.h.
-// All are grid-stride loops of kBlockThreads threads (blocks_for). For nvcc only.
+// All are grid-stride loops of kBlockThreads threads (grid_for). For nvcc only.
 #pragma once
 
 #include <cstdint>
@@ -126,7 +126,7 @@ cudaError_t launch_elementwise(const ElementwiseArgs& a, const F& f, cudaStream_
                                  in.scalar ? uintptr_t{0} : reinterpret_cast<uintptr_t>(in.data)...};
   const int width = elementwise_vector_width(a.layout.contiguous, kWidest, addresses, 1 + sizeof...(T));
   const LoopKind kind = !a.layout.contiguous ? LoopKind::Strided : width > 1 ? LoopKind::Vector : LoopKind::Dense;
-  const unsigned blocks = blocks_for(kind == LoopKind::Vector ? (L.numel + N - 1) / N : L.numel);
+  const unsigned blocks = grid_for(kind == LoopKind::Vector ? (L.numel + N - 1) / N : L.numel);
   launch_kernel(elementwise_kernel<Out, N, F, T...>, {blocks, kBlockThreads, 0, stream}, L, kind, static_cast<char*>(a.out), f,
                                                                             in...);
   return cudaGetLastError();

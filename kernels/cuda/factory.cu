@@ -40,7 +40,7 @@ __global__ void eye_kernel(U* out, int64_t diag, int64_t cols, U one) {
 cudaError_t launch_arange(const ArangeArgs& a, cudaStream_t stream) {
   if (a.n == 0) return cudaSuccess;
   return visit_dtype<dtypes::kNumeric>(a.dtype, "arange", [&](auto tag) {
-    launch_kernel(arange_kernel<typename decltype(tag)::type>, {blocks_for(a.n), kBlockThreads, 0, stream}, a);
+    launch_kernel(arange_kernel<typename decltype(tag)::type>, {grid_for(a.n), kBlockThreads, 0, stream}, a);
     return cudaGetLastError();
   });
 }
@@ -48,7 +48,7 @@ cudaError_t launch_arange(const ArangeArgs& a, cudaStream_t stream) {
 cudaError_t launch_linspace(const LinspaceArgs& a, cudaStream_t stream) {
   if (a.l.steps == 0) return cudaSuccess;
   return visit_dtype<dtypes::kNumeric>(a.dtype, "linspace", [&](auto tag) {
-    launch_kernel(linspace_kernel<typename decltype(tag)::type>, {blocks_for(a.l.steps), kBlockThreads, 0, stream}, a);
+    launch_kernel(linspace_kernel<typename decltype(tag)::type>, {grid_for(a.l.steps), kBlockThreads, 0, stream}, a);
     return cudaGetLastError();
   });
 }
@@ -56,7 +56,7 @@ cudaError_t launch_linspace(const LinspaceArgs& a, cudaStream_t stream) {
 cudaError_t launch_eye_diagonal(void* out, int64_t rows, int64_t cols, int element_size, uint64_t one, cudaStream_t s) {
   const int64_t diag = rows < cols ? rows : cols;
   if (diag == 0) return cudaSuccess;
-  const unsigned b = blocks_for(diag);
+  const unsigned b = grid_for(diag);
   switch (element_size) {
     case 1: launch_kernel(eye_kernel<uint8_t>, {b, kBlockThreads, 0, s}, static_cast<uint8_t*>(out), diag, cols, static_cast<uint8_t>(one)); break;
     case 2: launch_kernel(eye_kernel<uint16_t>, {b, kBlockThreads, 0, s}, static_cast<uint16_t*>(out), diag, cols, static_cast<uint16_t>(one)); break;

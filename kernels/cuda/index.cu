@@ -127,12 +127,12 @@ cudaError_t launch_scatter_typed(const ScatterArgs& a, cudaStream_t stream) {
   if constexpr (!atomic) {
     if (scatter_bucketed(p)) {
       if (a.workspace == nullptr) return cudaErrorInvalidValue;
-      launch_kernel(scatter_bucket_kernel<I>, {blocks_for(p.lines * p.chunks), kBlockThreads, 0, stream}, a);
-      launch_kernel(scatter_owned_kernel<T, I, mode>, {blocks_for(p.lines * p.owners), kBlockThreads, 0, stream}, a);
+      launch_kernel(scatter_bucket_kernel<I>, {grid_for(p.lines * p.chunks), kBlockThreads, 0, stream}, a);
+      launch_kernel(scatter_owned_kernel<T, I, mode>, {grid_for(p.lines * p.owners), kBlockThreads, 0, stream}, a);
       return cudaGetLastError();
     }
   }
-  launch_kernel(scatter_kernel<T, I, mode, atomic>, {blocks_for(a.layout.numel), kBlockThreads, 0, stream}, a);
+  launch_kernel(scatter_kernel<T, I, mode, atomic>, {grid_for(a.layout.numel), kBlockThreads, 0, stream}, a);
   return cudaGetLastError();
 }
 
@@ -161,7 +161,7 @@ cudaError_t launch_gather(const GatherArgs& a, cudaStream_t stream) {
   if (a.layout.numel == 0) return cudaSuccess;
   return visit_size(a.element_size, [&](auto u) {
     return visit_index(a.index_dtype, [&](auto i) {
-      launch_kernel(gather_kernel<typename decltype(u)::type, typename decltype(i)::type>, {blocks_for(a.layout.numel), kBlockThreads, 0, stream}, a);
+      launch_kernel(gather_kernel<typename decltype(u)::type, typename decltype(i)::type>, {grid_for(a.layout.numel), kBlockThreads, 0, stream}, a);
       return cudaGetLastError();
     });
   });
@@ -195,7 +195,7 @@ cudaError_t launch_masked_fill(const MaskedFillArgs& a, cudaStream_t stream) {
   if (a.layout.numel == 0) return cudaSuccess;
   return visit_size(a.element_size, [&](auto u) {
     using U = typename decltype(u)::type;
-    launch_kernel(masked_fill_kernel<U>, {blocks_for(a.layout.numel), kBlockThreads, 0, stream}, a, static_cast<U>(a.value_bits));
+    launch_kernel(masked_fill_kernel<U>, {grid_for(a.layout.numel), kBlockThreads, 0, stream}, a, static_cast<U>(a.value_bits));
     return cudaGetLastError();
   });
 }

@@ -11,6 +11,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <mixt/kernels/common/launch_geometry.h>
+
 #if defined(MIXT_CUDA_EMULATED)
 #include <source_location>
 
@@ -18,6 +20,22 @@
 #endif
 
 namespace mixt::cuda {
+
+// The grid of a launch whose blocks stride over `wanted` blocks' worth of work (grid-
+// stride loops, row kernels): at most kMaxBlocks. The emulated device may lower the cap
+// (MIXT_EMULATED_MAX_BLOCKS), so tests run the paths where one block handles several
+// rows or chunks, which otherwise only inputs of millions of rows reach.
+inline unsigned grid_blocks(int64_t wanted) {
+#if defined(MIXT_CUDA_EMULATED)
+  const int64_t lowered = emulated::grid_block_cap();
+  const int64_t cap = lowered > 0 && lowered < kMaxBlocks ? lowered : kMaxBlocks;
+#else
+  const int64_t cap = kMaxBlocks;
+#endif
+  return static_cast<unsigned>(wanted < 1 ? 1 : wanted < cap ? wanted : cap);
+}
+// The grid of a grid-stride loop over `n` items, one thread each (blocks_for, capped).
+inline unsigned grid_for(int64_t n) { return grid_blocks((n + kBlockThreads - 1) / kBlockThreads); }
 
 // A launch's configuration: what goes between <<< and >>>.
 struct KernelConfig {

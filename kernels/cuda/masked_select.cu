@@ -32,11 +32,11 @@ __global__ void compact_coordinates_kernel(CompactArgs a) {
 cudaError_t launch_compact(const CompactArgs& a, cudaStream_t stream) {
   if (a.n == 0) return cudaSuccess;
   if (a.src == nullptr) {
-    if (a.ndim > 0) launch_kernel(compact_coordinates_kernel, {blocks_for(a.n), kBlockThreads, 0, stream}, a);
+    if (a.ndim > 0) launch_kernel(compact_coordinates_kernel, {grid_for(a.n), kBlockThreads, 0, stream}, a);
     return cudaGetLastError();
   }
   return visit_size(a.element_size, [&](auto u) {
-    launch_kernel(compact_values_kernel<typename decltype(u)::type>, {blocks_for(a.n), kBlockThreads, 0, stream}, a);
+    launch_kernel(compact_values_kernel<typename decltype(u)::type>, {grid_for(a.n), kBlockThreads, 0, stream}, a);
     return cudaGetLastError();
   });
 }

@@ -75,7 +75,7 @@ cudaError_t launch_norm(const NormArgs& args, cudaStream_t stream) {
     using T = typename decltype(tag)::type;
     const int threads = row_block_threads(args.cols);
     const bool cache = row_cache_fits(args.cols, sizeof(double));
-    const unsigned blocks = static_cast<unsigned>(args.rows < kMaxBlocks ? args.rows : kMaxBlocks);
+    const unsigned blocks = grid_blocks(args.rows);
     launch_kernel(norm_rows_kernel<T>, {blocks, threads, static_cast<size_t>(row_shared_bytes(threads, args.cols, sizeof(double))), stream}, args, cache);
     return cudaGetLastError();
   });

@@ -97,7 +97,7 @@ template <class T>
 cudaError_t launch_typed(const NormBackwardArgs& a, cudaStream_t s) {
   if (a.gx && a.rows > 0 && a.cols > 0) {
     const int threads = row_block_threads(a.cols);
-    const unsigned blocks = static_cast<unsigned>(a.rows < kMaxBlocks ? a.rows : kMaxBlocks);
+    const unsigned blocks = grid_blocks(a.rows);
     launch_kernel(norm_input_grad_kernel<T>, {blocks, threads, static_cast<size_t>(threads * kRowPartialBytes), s}, a);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
@@ -109,7 +109,7 @@ cudaError_t launch_typed(const NormBackwardArgs& a, cudaStream_t s) {
       launch_kernel(norm_column_partials_kernel<T>, {grid, kBlockThreads, 0, s}, a, plan);
       if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
     }
-    launch_kernel(norm_column_fold_kernel, {blocks_for(a.cols), kBlockThreads, 0, s}, a, plan.chunks);
+    launch_kernel(norm_column_fold_kernel, {grid_for(a.cols), kBlockThreads, 0, s}, a, plan.chunks);
   }
   return cudaGetLastError();
 }

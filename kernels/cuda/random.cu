@@ -33,7 +33,7 @@ cudaError_t launch_kind(const RandomArgs& a, cudaStream_t stream, const char* op
   return visit_dtype<Dtypes>(a.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const auto blocks = static_cast<int64_t>(rng::blocks_needed(a.n, rng::per_block<T>()));
-    launch_kernel(random_kernel<T, kind>, {blocks_for(blocks), kBlockThreads, 0, stream}, a);
+    launch_kernel(random_kernel<T, kind>, {grid_for(blocks), kBlockThreads, 0, stream}, a);
     return cudaGetLastError();
   });
 }

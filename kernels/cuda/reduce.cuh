@@ -144,15 +144,15 @@ cudaError_t launch_reduce_kernel(const ReduceGeometry& g, const ReduceLaunch& pl
   const size_t smem = plan.group > 1 ? static_cast<size_t>(plan.block) * sizeof(acc_t) : 0;
   const char* p = static_cast<const char*>(in);
   if (plan.splits <= 1) {
-    launch_kernel(reduce_kernel<R, Load, Store>, {plan.blocks, plan.block, smem, stream}, g, plan, p, r, load, store, nullptr);
+    launch_kernel(reduce_kernel<R, Load, Store>, {grid_blocks(plan.blocks), plan.block, smem, stream}, g, plan, p, r, load, store, nullptr);
     return cudaGetLastError();
   }
   if (workspace == nullptr) return cudaErrorInvalidValue;
   acc_t* partials = static_cast<acc_t*>(workspace);
-  const dim3 grid(plan.blocks, static_cast<unsigned>(plan.splits));
+  const dim3 grid(grid_blocks(plan.blocks), static_cast<unsigned>(plan.splits));
   launch_kernel(reduce_kernel<R, Load, Store>, {grid, plan.block, smem, stream}, g, plan, p, r, load, store, partials);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  launch_kernel(reduce_partials_kernel<R, Store>, {blocks_for(g.out_numel), kBlockThreads, 0, stream}, g.out_numel, plan.splits, partials, r,
+  launch_kernel(reduce_partials_kernel<R, Store>, {grid_for(g.out_numel), kBlockThreads, 0, stream}, g.out_numel, plan.splits, partials, r,
                                                                                store);
   return cudaGetLastError();
 }

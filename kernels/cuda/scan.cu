@@ -80,11 +80,11 @@ __global__ void scan_chunks_kernel(ScanArgs a) {
 template <class T, class Acc, class Out>
 cudaError_t launch_typed(const ScanArgs& a, cudaStream_t s) {
   static_assert(sizeof(Acc) == kScanAccBytes, "the workspace holds kScanAccBytes per slot");
-  const unsigned blocks = blocks_for(scan_chunk_threads(a.plan));
+  const unsigned blocks = grid_for(scan_chunk_threads(a.plan));
   if (a.plan.chunks > 1) {
     if (a.workspace == nullptr) return cudaErrorInvalidValue;
     launch_kernel(scan_totals_kernel<T, Acc>, {blocks, kBlockThreads, 0, s}, a);
-    launch_kernel(scan_carries_kernel<Acc>, {blocks_for(a.plan.lines), kBlockThreads, 0, s}, a);
+    launch_kernel(scan_carries_kernel<Acc>, {grid_for(a.plan.lines), kBlockThreads, 0, s}, a);
   }
   launch_kernel(scan_chunks_kernel<T, Acc, Out>, {blocks, kBlockThreads, 0, s}, a);
   return cudaGetLastError();

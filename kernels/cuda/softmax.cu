@@ -102,10 +102,10 @@ cudaError_t launch_typed(const SoftmaxArgs& a, cudaStream_t s) {
   if (a.inner == 1) {
     const int threads = row_block_threads(a.n);
     const bool cache = row_cache_fits(a.n, sizeof(M));
-    const unsigned blocks = static_cast<unsigned>(a.outer < kMaxBlocks ? a.outer : kMaxBlocks);
+    const unsigned blocks = grid_blocks(a.outer);
     launch_kernel(softmax_rows_kernel<Log, T>, {blocks, threads, static_cast<size_t>(row_shared_bytes(threads, a.n, sizeof(M))), s}, a, cache);
   } else {
-    launch_kernel(softmax_lines_kernel<Log, T>, {blocks_for(a.outer * a.inner), kBlockThreads, 0, s}, a);
+    launch_kernel(softmax_lines_kernel<Log, T>, {grid_for(a.outer * a.inner), kBlockThreads, 0, s}, a);
   }
   return cudaGetLastError();
 }
@@ -167,10 +167,10 @@ template <bool Log, class T>
 cudaError_t launch_backward_typed(const SoftmaxArgs& a, cudaStream_t s) {
   if (a.inner == 1) {
     const int threads = row_block_threads(a.n);
-    const unsigned blocks = static_cast<unsigned>(a.outer < kMaxBlocks ? a.outer : kMaxBlocks);
+    const unsigned blocks = grid_blocks(a.outer);
     launch_kernel(softmax_backward_rows_kernel<Log, T>, {blocks, threads, static_cast<size_t>(threads * kRowPartialBytes), s}, a);
   } else {
-    launch_kernel(softmax_backward_lines_kernel<Log, T>, {blocks_for(a.outer * a.inner), kBlockThreads, 0, s}, a);
+    launch_kernel(softmax_backward_lines_kernel<Log, T>, {grid_for(a.outer * a.inner), kBlockThreads, 0, s}, a);
   }
   return cudaGetLastError();
 }

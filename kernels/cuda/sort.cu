@@ -85,13 +85,13 @@ cudaError_t launch_sort(const SortArgs& a, cudaStream_t stream) {
   if (lines == 0 || a.len == 0) return cudaSuccess;
   const cudaError_t e = visit_dtype(a.dtype, "sort", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    launch_kernel(sort_keys_kernel<T>, {blocks_for(lines * a.padded), kBlockThreads, 0, stream}, a);
+    launch_kernel(sort_keys_kernel<T>, {grid_for(lines * a.padded), kBlockThreads, 0, stream}, a);
     return cudaGetLastError();
   });
   if (e != cudaSuccess) return e;
   for (int64_t k = 2; k <= a.padded; k <<= 1)
     for (int64_t j = k / 2; j >= 1; j >>= 1)
-      launch_kernel(bitonic_step_kernel, {blocks_for(lines * a.padded / 2), kBlockThreads, 0, stream}, a, k, j);
+      launch_kernel(bitonic_step_kernel, {grid_for(lines * a.padded / 2), kBlockThreads, 0, stream}, a, k, j);
   return cudaGetLastError();
 }
 
@@ -99,25 +99,25 @@ cudaError_t launch_sort_gather(const SortGatherArgs& g, cudaStream_t stream) {
   const int64_t total = g.sort.outer * g.keep * g.sort.inner;
   if (total == 0) return cudaSuccess;
   return visit_size(static_cast<int>(element_size(g.sort.dtype)), [&](auto u) {
-    launch_kernel(sort_gather_kernel<typename decltype(u)::type>, {blocks_for(total), kBlockThreads, 0, stream}, g);
+    launch_kernel(sort_gather_kernel<typename decltype(u)::type>, {grid_for(total), kBlockThreads, 0, stream}, g);
     return cudaGetLastError();
   });
 }
 
 cudaError_t launch_unique_marks(const UniqueMarkArgs& a, cudaStream_t stream) {
   if (a.n == 0) return cudaSuccess;
-  launch_kernel(unique_marks_kernel, {blocks_for(a.n), kBlockThreads, 0, stream}, a);
+  launch_kernel(unique_marks_kernel, {grid_for(a.n), kBlockThreads, 0, stream}, a);
   return cudaGetLastError();
 }
 
 cudaError_t launch_unique_write(const UniqueWriteArgs& a, cudaStream_t stream) {
   if (a.n == 0) return cudaSuccess;
   const cudaError_t e = visit_size(static_cast<int>(element_size(a.dtype)), [&](auto u) {
-    launch_kernel(unique_write_kernel<typename decltype(u)::type>, {blocks_for(a.n), kBlockThreads, 0, stream}, a);
+    launch_kernel(unique_write_kernel<typename decltype(u)::type>, {grid_for(a.n), kBlockThreads, 0, stream}, a);
     return cudaGetLastError();
   });
   if (e != cudaSuccess || a.counts == nullptr) return e;
-  launch_kernel(unique_counts_kernel, {blocks_for(a.groups), kBlockThreads, 0, stream}, a);
+  launch_kernel(unique_counts_kernel, {grid_for(a.groups), kBlockThreads, 0, stream}, a);
   return cudaGetLastError();
 }
 

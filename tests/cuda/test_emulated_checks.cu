@@ -6,8 +6,10 @@
 // devices' pointers as kernel arguments), initcheck (a read of a reused block, of
 // fresh cudaMalloc memory) and racecheck (a missing barrier between shared writes and
 // reads, two blocks writing one global word). The same kernels with the bug fixed run
-// clean. Own main (tests/cuda/gpu_checks.h).
+// clean. MIXT_EMULATED_MAX_BLOCKS, which lets CI run every row-striding path, is checked
+// in a child process. Own main (tests/cuda/gpu_checks.h).
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -74,6 +76,11 @@ __global__ void block_writes_kernel(float* out, bool planted) {
   if (threadIdx.x != 0) return;
   out[planted ? 0 : blockIdx.x] = static_cast<float>(blockIdx.x);
   atomicAdd(&out[gridDim.x], 1.0f);
+}
+
+// Records the grid's size.
+__global__ void grid_probe_kernel(unsigned* out) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) out[0] = gridDim.x;
 }
 
 // The fault after the grid ran, then the fault state cleared for the next case.
@@ -206,9 +213,28 @@ void global_races() {
          "two blocks of one grid writing one word is a hazard: " + r);
 }
 
+// The grid of a grid-stride launch over 2^20 items: 4096 blocks, or the lowered cap.
+unsigned probed_grid() {
+  mixt::Tensor out = mixt::zeros({1}, {mixt::ScalarType::Int32, mixt::Device::cuda()});
+  launch_kernel(grid_probe_kernel, {mixt::cuda::grid_for(int64_t{1} << 20), mixt::kBlockThreads, 0, nullptr},
+                reinterpret_cast<unsigned*>(out.data_ptr<int32_t>()));
+  return static_cast<unsigned>(out.item<int64_t>());
+}
+
+void grid_cap(const char* self) {
+  const int64_t cap = emu::settings().max_blocks;  // CI's shuffled run sets one
+  const unsigned full = (1u << 20) / mixt::kBlockThreads;
+  expect(probed_grid() == (cap > 0 && cap < full ? static_cast<unsigned>(cap) : full),
+         "one thread per item, or the cap this process runs with");
+  const std::string cmd = std::string("MIXT_EMULATED_MAX_BLOCKS=3 ASAN_OPTIONS=detect_leaks=0 '") + self + "' --grid-child";
+  const int status = std::system(cmd.c_str());
+  expect(status == 0, "MIXT_EMULATED_MAX_BLOCKS=3 caps a grid-stride launch at 3 blocks (child process)");
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--grid-child") == 0) return probed_grid() == 3 ? 0 : 1;
   const emu::Settings& s = emu::settings();
   if (!(s.memcheck && s.initcheck && s.racecheck)) {
     std::printf("test_emulated_checks: MIXT_EMULATED_CHECKS turns some checks off; nothing to test\n");
@@ -219,6 +245,7 @@ int main() {
   group("initcheck: a reused block", reused_block);
   group("racecheck: shared memory", shared_races);
   group("racecheck: two blocks, one word", global_races);
+  group("MIXT_EMULATED_MAX_BLOCKS lowers the grid cap", [&] { grid_cap(argv[0]); });
   std::printf("test_emulated_checks: %d checks, %d failures\n", mixt::testing::g_checks, mixt::testing::g_failures);
   return mixt::testing::g_failures == 0 ? 0 : 1;
 }

@@ -54,6 +54,9 @@ namespace mixt::cuda::emulated {
 int block_barrier(int kind, int predicate, const char* file, int line);
 // The block's dynamic shared memory (exactly the launch's size, poisoned at block start).
 unsigned char* dynamic_shared_memory();
+// MIXT_EMULATED_MAX_BLOCKS: the most blocks a grid-stride or row-striding launch uses
+// (0: the GPU's cap; mixt::cuda::grid_blocks).
+int64_t grid_block_cap();
 
 // The launch of one kernel: limits checked, the grid queued on `stream` as one piece
 // of stream-ordered work. `run_thread(params)` runs one CUDA thread. Returns the

@@ -27,6 +27,9 @@ struct Settings {
   // MIXT_EMULATED_CHECKS=all|none|a comma list of memcheck,initcheck,racecheck: the
   // access checks of instrumented device code (kernels/cuda/emulated/access_checks.h).
   bool memcheck = true, initcheck = true, racecheck = true;
+  // MIXT_EMULATED_MAX_BLOCKS: caps the grid of grid-stride and row-striding launches
+  // (mixt::cuda::grid_blocks) so one block handles several rows or chunks; 0: no cap.
+  int64_t max_blocks = 0;
   // The first malformed setting ("MIXT_EMULATED_ORDER=sideways is not valid (expected ...)"):
   // then there is no device, and cudaGetDeviceCount fails with cudaErrorInitializationError,
   // whose text carries this message (mixt raises it from the first CUDA use, never exits).

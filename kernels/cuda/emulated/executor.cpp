@@ -500,6 +500,8 @@ void abandon_kernel() {
 
 unsigned char* dynamic_shared_memory() { return t_block ? t_block->shared : nullptr; }
 
+int64_t grid_block_cap() { return settings().max_blocks; }
+
 cudaError_t launch(const LaunchRequest& r, const void* params, ThreadBody body, ParamsCopy copy, ParamsFree destroy) {
   if (const cudaError_t sticky = sticky_error(); sticky != cudaSuccess) return sticky;
   const cudaError_t e = check_launch(r);

@@ -82,6 +82,10 @@ Settings read_settings() {
     if (parse_integer(v, 0, 1024, &n)) s.workers = static_cast<int>(n);
     else bad_setting(s, "MIXT_EMULATED_WORKERS", v, "0 to 1024 (0: one per CPU thread)");
   }
+  if (const char* v = std::getenv("MIXT_EMULATED_MAX_BLOCKS")) {
+    if (parse_integer(v, 0, 1 << 30, &n)) s.max_blocks = n;
+    else bad_setting(s, "MIXT_EMULATED_MAX_BLOCKS", v, "0 (no cap) or a number of blocks");
+  }
   if (const char* v = std::getenv("MIXT_EMULATED_CHECKS")) {
     const std::string list = v;
     s.memcheck = s.initcheck = s.racecheck = false;
