@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include <mixt/runtime/device.h>
+
 namespace mixt::cuda {
 
 // True when this build has the CUDA backend and a usable GPU is present.
@@ -23,9 +25,11 @@ bool is_emulated();
 // The name of CUDA device `index` as the runtime reports it (the emulated device's
 // says so); raises when CUDA is unavailable or the device does not exist.
 std::string device_name(int index);
-// Queues one empty kernel (one block of one thread) on the current stream of the current
-// device and returns at once: the bare launch that `mixt-bench kernels --device cuda`
-// compares the host cost of a dispatched op with. Raises when CUDA is unavailable.
+// Queues one empty kernel (one block of one thread) on the current stream of `device`
+// (no argument: the current device) and returns at once: the bare launch that
+// `mixt-bench kernels --device cuda:k` compares the host cost of a dispatched op on
+// cuda:k with. Raises when CUDA is unavailable or `device` is not one of its devices.
 void launch_empty_kernel();
+void launch_empty_kernel(Device device);
 
 }  // namespace mixt::cuda

@@ -74,7 +74,15 @@ void launch_empty_kernel() {
   MIXT_CHECK(is_available(), "cuda::launch_empty_kernel", "CUDA is not available: {}", unavailable_reason());
   int current = 0;
   check(cudaGetDevice(&current), "cuda::launch_empty_kernel");
-  check(launch_empty(current_native_stream(current)), "cuda::launch_empty_kernel");
+  launch_empty_kernel(Device::cuda(current));
+}
+
+void launch_empty_kernel(Device device) {
+  MIXT_CHECK(is_available(), "cuda::launch_empty_kernel", "CUDA is not available: {}", unavailable_reason());
+  MIXT_CHECK(device.is_cuda() && device.index() >= 0 && device.index() < device_count(), "cuda::launch_empty_kernel",
+             "{} is not a CUDA device of this process ({} present)", device, device_count());
+  DeviceGuard guard(device.index(), "cuda::launch_empty_kernel");
+  check(launch_empty(current_native_stream(device.index())), "cuda::launch_empty_kernel");
 }
 
 void synchronize() {

@@ -40,6 +40,7 @@ int device_count() { return 0; }
 std::string unavailable_reason() { return "no CUDA in this build: mixt was built without its CUDA backend (-Dcuda=disabled or no nvcc)"; }
 void synchronize() {}
 void launch_empty_kernel() { unavailable("cuda::launch_empty_kernel"); }
+void launch_empty_kernel(Device) { unavailable("cuda::launch_empty_kernel"); }
 
 // Streams and events: nothing to query, wait for or record without CUDA.
 bool Stream::query() const { unavailable("Stream::query"); }

@@ -51,6 +51,10 @@ void only_device_one() {
   expect(!cuda::emulated::context_created(0), "no context on cuda:0 before any work (test precondition)");
 #endif
   work_on_device_one();
+  cuda::launch_empty_kernel(Device::cuda(1));  // on cuda:1, whatever device is current
+  cuda::synchronize();
+  expect_error("launch_empty_kernel on a device that does not exist raises",
+               [] { cuda::launch_empty_kernel(Device::cuda(cuda::device_count())); });
 #if defined(MIXT_CUDA_EMULATED)
   expect(!cuda::emulated::context_created(0),
          "a process that only uses cuda:1 never makes cuda:0 current (no context there)");
