@@ -9,12 +9,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#if defined(MIXT_CUDA_EMULATED)
+#include <mixt/kernels/cuda/emulated/cublaslt_state.h>
+#endif
 #include <mixt/kernels/cuda/gemm/engine.h>
 #include <mixt/kernels/cuda/gemm/matmul.h>
 #include <mixt/mixt.h>
@@ -455,6 +459,47 @@ void tuning_reload_group() {
   gemm::clear_plan_cache();
 }
 
+// A tuning file cannot give a bfloat16 result a split-K algorithm that adds its partial
+// sums in D's type (INPLACE): the engine's reduction-scheme mask keeps such algorithms
+// from narrow results, and a loaded algorithm goes through the same rule. The split-K
+// algorithm's bytes are the emulated cuBLASLt's (emulated builds only).
+void tuned_split_k_group() {
+#if defined(MIXT_CUDA_EMULATED)
+  namespace lt = mixt::cuda::emulated::lt;
+  gemm::clear_plan_cache();
+  gemm::set_algo_selection(gemm::AlgoSelection::Heuristic);
+  const Tensor a = values({64, 512}, 140, kBFloat16), b = values({512, 96}, 141, kBFloat16);  // k >= 256
+  const Tensor ga = a.to(kGpu), gb = b.to(kGpu);
+  Tensor out = empty({64, 96}, {.dtype = kBFloat16, .device = kGpu});
+  const eng::GemmCall call = bf16_product(ga, gb, out, mixt::gemm::kMaxAlignment);
+  lt::AlgoInfo inplace;
+  for (const lt::AlgoInfo& info : lt::kAlgos)
+    if (info.reduction == CUBLASLT_REDUCTION_SCHEME_INPLACE) inplace = info;
+  expect(inplace.split_k > 1, "the emulated cuBLASLt has a split-K INPLACE algorithm (test precondition)");
+  const cublasLtMatmulAlgo_t algo = lt::encode_algo(inplace);
+  mixt::gemm::TunedAlgo split;
+  std::memcpy(split.algo.data(), &algo, sizeof algo);
+  split.workspace = inplace.workspace;
+  mixt::gemm::TuningFile file;
+  file.entries = {{call.key, split}};
+  const std::string path = (std::filesystem::temp_directory_path() / "mixt_test_cuda_gemm_split_k.tuning").string();
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << mixt::gemm::format_tuning(file);
+  }
+  gemm::load_tuning(path);
+  std::filesystem::remove(path);
+  eng::run(call, 0, "test_cuda_gemm");
+  eng::PlanSource source{};
+  mixt::gemm::TunedAlgo now;
+  expect(eng::plan_source(call.key, 0, &source, &now) && source != eng::PlanSource::Loaded && now.algo != split.algo,
+         "the loaded split-K INPLACE algorithm is refused for a bfloat16 result (source " + std::to_string(int(source)) +
+             ")");
+  expect_close(out, mm(a, b), tolerance(kBFloat16), "the product of the algorithm taken instead");
+  gemm::clear_plan_cache();
+#endif
+}
+
 void determinism_group() {
   gemm::set_algo_selection(gemm::AlgoSelection::Autotune);
   set_deterministic(true);
@@ -500,6 +545,7 @@ int main() {
   group("float16/bfloat16 long K: float32 split-K sums, CPU's bits", split_k_group);
   group("plan cache, autotune, tuning file round trip", plan_cache_group);
   group("load_tuning replaces a key's cached plan", tuning_reload_group);
+  group("a tuning file cannot bring split-K INPLACE to a bfloat16 result", tuned_split_k_group);
   group("set_deterministic: heuristic, same bits", determinism_group);
   group("four threads sharing plans", threads_group);
   std::printf("test_cuda_gemm: %d checks, %d failures\n", g_checks, g_failures);

@@ -366,3 +366,21 @@ cublasStatus_t cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t p
   if (!s) return CUBLAS_STATUS_INVALID_VALUE;
   return lt::get_field(lt::pref_field(*s, attr), buf, sizeInBytes, sizeWritten);
 }
+
+// ---- algorithm configurations ----
+// "cublasLtMatmulAlgoConfigGetAttribute()": the split-K count (int32_t) and reduction
+// scheme (uint32_t) of an algorithm this stand-in made; other attributes and foreign
+// algorithms are INVALID_VALUE.
+cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* algo,
+                                                    cublasLtMatmulAlgoConfigAttributes_t attr, void* buf,
+                                                    size_t sizeInBytes, size_t* sizeWritten) {
+  lt::AlgoInfo info;
+  if (!algo || !lt::decode_algo(*algo, &info)) return CUBLAS_STATUS_INVALID_VALUE;
+  int32_t splits = static_cast<int32_t>(info.split_k);
+  uint32_t scheme = info.reduction;
+  switch (attr) {
+    case CUBLASLT_ALGO_CONFIG_SPLITK_NUM: return lt::get_field(lt::field(splits), buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME: return lt::get_field(lt::field(scheme), buf, sizeInBytes, sizeWritten);
+    default: return CUBLAS_STATUS_INVALID_VALUE;
+  }
+}

@@ -195,6 +195,21 @@ void set_pointers(Plan& p, const GemmCall& c, const char* op);
 // Builds the plan of `pk` (descriptors, preference, algorithm choice) on the current device.
 // `call` (when given) provides the epilogue's pointers before the heuristic runs: cuBLASLt
 // reads their alignment from them.
+// True when `algo` splits k and adds the partial sums up other than in the compute type
+// (INPLACE in D, OUTPUT_TYPE): what the reduction-scheme mask keeps from narrow results.
+// An algorithm whose configuration cannot be read counts as such (it is not taken).
+bool reduces_outside_compute_type(const cublasLtMatmulAlgo_t& algo) {
+  int32_t splits = 1;
+  uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_NONE;
+  size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits, sizeof splits, &written) !=
+          CUBLAS_STATUS_SUCCESS ||
+      cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme,
+                                           &written) != CUBLAS_STATUS_SUCCESS)
+    return true;
+  return splits > 1 && (scheme & ~static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE)) != 0;
+}
+
 std::shared_ptr<Plan> build_plan(const PlanKey& pk, const GemmCall* call, const char* op) {
   const GemmKey& k = pk.key;
   auto p = std::make_shared<Plan>();
@@ -238,7 +253,8 @@ std::shared_ptr<Plan> build_plan(const PlanKey& pk, const GemmCall* call, const 
   // Results narrower than float32: split-K partial sums stay in the compute type, float32 (the CPU
   // reference's arithmetic). INPLACE adds them up in D itself and OUTPUT_TYPE in D's type, so both are
   // left out; algorithms without a split-K reduction (NONE) are always allowed.
-  if (k.d == kFloat16 || k.d == kBFloat16 || k.d == kFloat8_e4m3fn || k.d == kFloat8_e5m2) {
+  const bool narrow_d = k.d == kFloat16 || k.d == kBFloat16 || k.d == kFloat8_e4m3fn || k.d == kFloat8_e5m2;
+  if (narrow_d) {
     const uint32_t mask = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
     check_blas(cublasLtMatmulPreferenceSetAttribute(p->pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask,
                                                     sizeof mask),
@@ -252,9 +268,12 @@ std::shared_ptr<Plan> build_plan(const PlanKey& pk, const GemmCall* call, const 
       cublasLtMatmulAlgo_t algo;
       std::memcpy(&algo, tuned->algo.data(), sizeof algo);
       cublasLtMatmulHeuristicResult_t check{};
+      // cublasLtMatmulAlgoCheck ignores the preference, so the reduction mask above is
+      // applied to a loaded algorithm here: a tuning file cannot bring a split-K
+      // reduction outside the compute type to a narrow result.
       if (cublasLtMatmulAlgoCheck(lt, p->desc, p->layout[0], p->layout[1], p->layout[2], p->layout[3], &algo,
                                   &check) == CUBLAS_STATUS_SUCCESS &&
-          check.workspaceSize <= mixt::gemm::kWorkspaceBytes) {
+          check.workspaceSize <= mixt::gemm::kWorkspaceBytes && !(narrow_d && reduces_outside_compute_type(algo))) {
         p->algo = algo;
         p->workspace = check.workspaceSize;
         p->source = PlanSource::Loaded;
