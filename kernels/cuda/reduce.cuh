@@ -4,7 +4,8 @@
 //
 // Note [Deterministic reductions] (docs/notes/cuda.md): every reduction has a fixed
 // combine order for a given shape: each lane folds its positions in increasing order, the
-// lanes of a group meet in the tree of group_tree_level (through shared memory), and
+// lanes of a group meet in the tree of group_tree_level (its levels across warps through
+// shared memory, those inside a warp by warp shuffles: the same pairs, the same order), and
 // chunks of a long reduction are folded in chunk order by a second kernel (no atomics,
 // no dependence on scheduling). The accumulators are the CPU's (double for floating sums,
 // wrapping int64 for integers), so exact reducers (integers, min/max, arg*, any/all)
@@ -14,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include <mixt/kernels/common/convert.h>
@@ -51,24 +53,64 @@ __device__ __forceinline__ Acc* shared_partials() {
   return reinterpret_cast<Acc*>(shared_bytes());
 }
 
+constexpr int kWarpLanes = 32;
+
+// The lanes of the calling thread's warp that exist (a block's last warp may be partial).
+// One-dimensional blocks.
+__device__ __forceinline__ unsigned warp_lanes() {
+  const unsigned rest = blockDim.x - threadIdx.x / kWarpLanes * kWarpLanes;
+  return rest >= kWarpLanes ? 0xffffffffu : (1u << rest) - 1u;
+}
+
+// `v` of the lane `delta` above the caller's in its warp (__shfl_down_sync), for any
+// trivially copyable value: moved in 8-byte words when its size allows, else in 4-byte
+// words (the last one padded). Every lane of `mask` must call it.
+template <class T>
+__device__ __forceinline__ T shuffle_down(T v, unsigned delta, unsigned mask) {
+  if constexpr (sizeof(T) % 8 == 0) {
+    unsigned long long w[sizeof(T) / 8];
+    memcpy(w, &v, sizeof(T));
+    for (unsigned long long& x : w) x = __shfl_down_sync(mask, x, delta);
+    memcpy(&v, w, sizeof(T));
+  } else {
+    unsigned w[(sizeof(T) + 3) / 4] = {};
+    memcpy(w, &v, sizeof(T));
+    for (unsigned& x : w) x = __shfl_down_sync(mask, x, delta);
+    memcpy(&v, w, sizeof(T));
+  }
+  return v;
+}
+
 // Folds the group's partials (`acc` from each lane) with the fixed tree and returns the
-// result in lane 0 (other lanes get their own partial back). Every thread of the block
-// must call it (it synchronizes the block); `group` is a power of two dividing blockDim.x.
+// result in lane 0 (other lanes' values are partial). Every thread of the block must
+// call it (it synchronizes the block when the group spans warps); `group` is a power of
+// two dividing blockDim.x. The tree's levels whose pairs sit in different warps go
+// through shared memory; the last five (pairs inside a warp) are warp shuffles, so a
+// block of 256 threads pays three barriers instead of eight. Lane i takes lane i + s at
+// each level s either way: the result is the same.
 template <class R>
 __device__ __forceinline__ typename R::acc_t group_reduce(const R& r, typename R::acc_t acc, int group) {
   using acc_t = typename R::acc_t;
   if (group == 1) return acc;
-  acc_t* partials = shared_partials<acc_t>();
   const int lane = static_cast<int>(threadIdx.x) % group;
-  acc_t* mine = partials + (threadIdx.x - lane);
-  partials[threadIdx.x] = acc;
-  for (int s = group / 2; s > 0; s >>= 1) {
+  int s = group / 2;
+  if (group > kWarpLanes) {
+    acc_t* partials = shared_partials<acc_t>();
+    acc_t* mine = partials + (threadIdx.x - lane);
+    partials[threadIdx.x] = acc;
+    for (; s >= kWarpLanes; s >>= 1) {
+      __syncthreads();
+      group_tree_level(r, mine, lane, s);
+    }
     __syncthreads();
-    group_tree_level(r, mine, lane, s);
+    acc = mine[lane];
+    __syncthreads();  // the partials may be reused at once
   }
-  __syncthreads();
-  acc = mine[lane];
-  __syncthreads();  // the partials may be reused at once
+  const unsigned mask = warp_lanes();
+  for (; s > 0; s >>= 1) {
+    const acc_t other = shuffle_down(acc, static_cast<unsigned>(s), mask);
+    if (lane < s) r.combine(acc, other);
+  }
   return acc;
 }
 

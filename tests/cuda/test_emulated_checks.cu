@@ -5,7 +5,9 @@
 // block, past a cudaMalloc allocation, past the shared memory; host, freed and other
 // devices' pointers as kernel arguments), initcheck (a read of a reused block, of
 // fresh cudaMalloc memory) and racecheck (a missing barrier between shared writes and
-// reads, two blocks writing one global word). The same kernels with the bug fixed run
+// reads, two blocks writing one global word) and synccheck (a lane a shuffle's mask
+// names that returned early; a mask without the caller). Warp shuffles, votes and
+// __syncwarp give what the CUDA guide says. The same kernels with the bug fixed run
 // clean. MIXT_EMULATED_MAX_BLOCKS, which lets CI run every row-striding path, is checked
 // in a child process. Own main (tests/cuda/gpu_checks.h).
 #include <cstdio>
@@ -76,6 +78,47 @@ __global__ void block_writes_kernel(float* out, bool planted) {
   if (threadIdx.x != 0) return;
   out[planted ? 0 : blockIdx.x] = static_cast<float>(blockIdx.x);
   atomicAdd(&out[gridDim.x], 1.0f);
+}
+
+// Each thread writes what eight warp operations give it (out[t * 8 + k]).
+__global__ void warp_ops_kernel(int* out) {
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32;
+  const unsigned all = 0xffffffffu;
+  int* o = out + t * 8;
+  o[0] = __shfl_sync(all, t * 10, 3);
+  o[1] = __shfl_up_sync(all, t, 1);
+  o[2] = __shfl_down_sync(all, t, 4);
+  o[3] = __shfl_xor_sync(all, t, 1);
+  o[4] = static_cast<int>(__ballot_sync(all, lane % 3 == 0));
+  o[5] = __any_sync(all, t == 40);
+  o[6] = __all_sync(all, t < 60);
+  o[7] = __shfl_xor_sync(all, t, 16, 16);  // width 16: a later group's lane gives the caller's own value
+}
+
+// The warp's sum by an xor butterfly, in every lane.
+__global__ void warp_sum_kernel(const float* in, float* out) {
+  float v = in[threadIdx.x];
+  for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+  out[threadIdx.x] = v;
+}
+
+// Lane `gone` returns before the shuffle its mask names it in (the planted bug), or
+// (`gone` < 0) every lane shuffles.
+__global__ void missing_lane_kernel(float* out, int gone) {
+  if (static_cast<int>(threadIdx.x) == gone) return;
+  out[threadIdx.x] = __shfl_down_sync(0xffffffffu, static_cast<float>(threadIdx.x), 1);
+}
+
+// Every lane shuffles with a mask that names lane 0 only.
+__global__ void narrow_mask_kernel(float* out) { out[threadIdx.x] = __shfl_sync(0x1u, 1.0f, 0); }
+
+// Lanes exchange through shared memory; `sync` false removes the __syncwarp between.
+__global__ void warp_exchange_kernel(float* out, bool sync) {
+  MIXT_DYNAMIC_SHARED_BYTES(bytes);
+  float* sh = reinterpret_cast<float*>(bytes);
+  sh[threadIdx.x] = static_cast<float>(threadIdx.x);
+  if (sync) __syncwarp();
+  out[threadIdx.x] = sh[threadIdx.x ^ 1u];
 }
 
 // Records the grid's size.
@@ -213,6 +256,62 @@ void global_races() {
          "two blocks of one grid writing one word is a hazard: " + r);
 }
 
+void warp_operations() {
+  constexpr int n = 64;
+  mixt::Tensor out = mixt::zeros({n * 8}, {mixt::ScalarType::Int32, mixt::Device::cuda()});
+  launch_kernel(warp_ops_kernel, {1, n, 0, nullptr}, out.data_ptr<int32_t>());
+  expect(fault_of_last_launch().empty(), "the warp operations run");
+  const mixt::Tensor h = out.to(mixt::Device::cpu());
+  const int32_t* r = h.data_ptr<int32_t>();
+  int wrong = 0;
+  for (int t = 0; t < n; ++t) {
+    const int lane = t % 32, warp = t / 32;
+    unsigned ballot = 0;
+    for (int l = 0; l < 32; ++l)
+      if (l % 3 == 0) ballot |= 1u << l;
+    const int want[8] = {(warp * 32 + 3) * 10,
+                         lane >= 1 ? t - 1 : t,
+                         lane + 4 < 32 ? t + 4 : t,
+                         t ^ 1,
+                         static_cast<int>(ballot),
+                         warp == 1,
+                         warp == 0,
+                         lane >= 16 ? t - 16 : t};
+    for (int k = 0; k < 8; ++k) {
+      if (r[t * 8 + k] == want[k]) continue;
+      if (++wrong <= 4) expect(false, "thread " + std::to_string(t) + " operation " + std::to_string(k) + ": got " +
+                                          std::to_string(r[t * 8 + k]) + ", want " + std::to_string(want[k]));
+    }
+  }
+  expect(wrong == 0, "shuffles (index, up, down, xor, width 16), ballot, any, all as the CUDA guide defines them");
+  mixt::Tensor in = mixt::arange(0, 32, 1, {mixt::ScalarType::Float32, mixt::Device::cuda()});
+  mixt::Tensor sums = cuda_floats(32);
+  launch_kernel(warp_sum_kernel, {1, 32, 0, nullptr}, in.data_ptr<float>(), sums.data_ptr<float>());
+  const mixt::Tensor hs = sums.to(mixt::Device::cpu());
+  bool all_496 = true;
+  for (int l = 0; l < 32; ++l) all_496 = all_496 && hs.data_ptr<float>()[l] == 496.0f;
+  expect(all_496, "an xor butterfly gives every lane the warp's sum");
+}
+
+void warp_sync_faults() {
+  mixt::Tensor out = cuda_floats(64);
+  launch_kernel(missing_lane_kernel, {1, 64, 0, nullptr}, out.data_ptr<float>(), -1);
+  expect(fault_of_last_launch().empty(), "every lane at the shuffle is clean");
+  launch_kernel(missing_lane_kernel, {1, 64, 0, nullptr}, out.data_ptr<float>(), 5);
+  const std::string r = fault_of_last_launch();
+  expect(has(r, "synccheck: ") && has(r, "lane 5 of warp 0, named in the mask 0xffffffff of __shfl_down_sync") &&
+             has(r, "has exited") && has(r, "block (0, 0, 0)") && has(r, "test_emulated_checks.cu"),
+         "a lane of the mask that returned before the shuffle is a synccheck fault: " + r);
+  launch_kernel(narrow_mask_kernel, {1, 32, 0, nullptr}, out.data_ptr<float>());
+  const std::string m = fault_of_last_launch();
+  expect(has(m, "synccheck: __shfl_sync") && has(m, "does not name the calling lane"),
+         "a mask without the calling lane is a fault: " + m);
+  launch_kernel(warp_exchange_kernel, {1, 32, 32 * sizeof(float), nullptr}, out.data_ptr<float>(), true);
+  expect(fault_of_last_launch().empty(), "__syncwarp orders the lanes' shared accesses (no hazard)");
+  launch_kernel(warp_exchange_kernel, {1, 32, 32 * sizeof(float), nullptr}, out.data_ptr<float>(), false);
+  expect(has(fault_of_last_launch(), "racecheck: shared-memory"), "without __syncwarp the exchange is a hazard");
+}
+
 // The grid of a grid-stride launch over 2^20 items: 4096 blocks, or the lowered cap.
 unsigned probed_grid() {
   mixt::Tensor out = mixt::zeros({1}, {mixt::ScalarType::Int32, mixt::Device::cuda()});
@@ -245,6 +344,8 @@ int main(int argc, char** argv) {
   group("initcheck: a reused block", reused_block);
   group("racecheck: shared memory", shared_races);
   group("racecheck: two blocks, one word", global_races);
+  group("warps: shuffles, votes, __syncwarp", warp_operations);
+  group("synccheck: a lane missing from its warp operation", warp_sync_faults);
   group("MIXT_EMULATED_MAX_BLOCKS lowers the grid cap", [&] { grid_cap(argv[0]); });
   std::printf("test_emulated_checks: %d checks, %d failures\n", mixt::testing::g_checks, mixt::testing::g_failures);
   return mixt::testing::g_failures == 0 ? 0 : 1;

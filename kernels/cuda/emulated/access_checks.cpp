@@ -35,7 +35,7 @@ constexpr uint8_t kWritten = 2;  // written since the block was handed out
 struct Region {
   const char* base = nullptr;
   size_t bytes = 0;
-  int device = -1;  // -1: mapped pinned host memory (unchecked)
+  int device = -1;                   // -1: mapped pinned host memory (unchecked)
   std::unique_ptr<uint8_t[]> state;  // kLive | kWritten per byte (device memory)
   // racecheck: per byte, the (launch, block) tag of its last plain write by a kernel;
   // calloc'd on the first such write, so untouched pages cost nothing.
@@ -163,8 +163,15 @@ std::string who(const KernelAccess& a, const void* pc) {
          code_text(pc) + "]";
 }
 
-[[noreturn]] void fail(cudaError_t code, const std::string& message) {
-  record_fault(code, message);
+// Records the fault whose report `build()` returns, then ends the kernel's thread. The
+// report is built and freed here: abandon_kernel leaves this fiber's frames for good,
+// so nothing they own may still be alive then (LeakSanitizer would see it).
+template <class Build>
+[[noreturn]] void fail(cudaError_t code, Build build) {
+  {
+    const std::string message = build();
+    record_fault(code, message);
+  }
   abandon_kernel();
 }
 
@@ -221,12 +228,17 @@ std::string outside_regions(uintptr_t x) {
 constexpr uintptr_t kSharedOverrunWindow = 1024;
 
 // ---- racecheck of shared memory ----
-// One cell per shared byte: who wrote and who read it in which barrier interval.
+// One cell per shared byte: who wrote and who read it in which barrier interval, and
+// how many warp-synchronous operations their warp had completed then (a __syncwarp or a
+// shuffle orders the accesses of its lanes, as a barrier orders the block's).
 struct SharedCell {
   uint32_t write_phase = 0, read_phase = 0;
+  uint32_t write_warp_epoch = 0, read_warp_epoch = 0;
   uint16_t writer = 0, reader = 0;
+  uint16_t read_warp = 0;  // the readers' warp, or kManyWarps
 };
 constexpr uint16_t kManyReaders = 0xffff;
+constexpr uint16_t kManyWarps = 0xffff;
 thread_local std::vector<SharedCell> t_shared_cells;
 thread_local uint32_t t_phase = 0;
 
@@ -243,39 +255,57 @@ std::string thread_text(const KernelAccess& a, unsigned linear) {
   return dims(uint3{linear % bd.x, linear / bd.x % bd.y, linear / (bd.x * bd.y)});
 }
 
-[[noreturn]] void shared_hazard(const KernelAccess& a, const char* kind, size_t offset, unsigned other,
+[[noreturn, gnu::noinline, gnu::cold]] void shared_hazard(const KernelAccess& a, const char* kind, size_t offset, unsigned other,
                                 const char* first, const char* second, const void* pc) {
-  fail(cudaErrorLaunchFailure,
-       std::string("racecheck: shared-memory ") + kind + " hazard at byte " + std::to_string(offset) +
+  fail(cudaErrorLaunchFailure, [&] {
+    return std::string("racecheck: shared-memory ") + kind + " hazard at byte " + std::to_string(offset) +
            " of the block's shared memory: thread " + thread_text(a, other) + " " + first + " it and thread " +
-           dims(a.thread) + " " + second + " it with no barrier between them, " + who(a, pc));
+           dims(a.thread) + " " + second + " it with no barrier between them, " + who(a, pc);
+  });
+}
+
+[[noreturn, gnu::noinline, gnu::cold]] void many_readers_hazard(const KernelAccess& a, size_t offset, const void* pc) {
+  fail(cudaErrorLaunchFailure, [&] {
+    return "racecheck: shared-memory WAR hazard at byte " + std::to_string(offset) +
+           " of the block's shared memory: several threads read it and thread " + dims(a.thread) +
+           " wrote it with no barrier between them, " + who(a, pc);
+  });
 }
 
 void check_shared(const KernelAccess& a, size_t offset, size_t bytes, AccessKind kind, const void* pc) {
   SharedCell* cells = t_shared_cells.data() + offset;
   const uint16_t me = static_cast<uint16_t>(a.thread_linear);
+  const uint16_t warp = static_cast<uint16_t>(a.thread_linear / 32);
+  const uint32_t warp_epoch = a.warp_epochs ? a.warp_epochs[warp] : 0;
   const uint32_t phase = a.phase;
+  // True when a warp operation of this warp completed since `other` (of warp `other_warp`) acted.
+  const auto ordered_by_warp = [&](uint16_t other_warp, uint32_t other_epoch) {
+    return other_warp == warp && other_epoch != warp_epoch;
+  };
   for (size_t i = 0; i < bytes; ++i) {
     SharedCell& c = cells[i];
+    const bool other_wrote = c.write_phase == phase && c.writer != me &&
+                             !ordered_by_warp(static_cast<uint16_t>(c.writer / 32), c.write_warp_epoch);
     if (kind == AccessKind::Read) {
-      if (c.write_phase == phase && c.writer != me) shared_hazard(a, "RAW", offset + i, c.writer, "wrote", "read", pc);
+      if (other_wrote) shared_hazard(a, "RAW", offset + i, c.writer, "wrote", "read", pc);
       if (c.read_phase != phase) {
         c.read_phase = phase;
         c.reader = me;
-      } else if (c.reader != me) {
-        c.reader = kManyReaders;
+        c.read_warp = warp;
+      } else {
+        if (c.reader != me) c.reader = kManyReaders;
+        if (c.read_warp != warp) c.read_warp = kManyWarps;
       }
+      c.read_warp_epoch = warp_epoch;
     } else {
-      if (c.write_phase == phase && c.writer != me) shared_hazard(a, "WAW", offset + i, c.writer, "wrote", "wrote", pc);
-      if (c.read_phase == phase && c.reader != me) {
-        if (c.reader == kManyReaders)
-          fail(cudaErrorLaunchFailure, "racecheck: shared-memory WAR hazard at byte " + std::to_string(offset + i) +
-                                           " of the block's shared memory: several threads read it and thread " +
-                                           dims(a.thread) + " wrote it with no barrier between them, " + who(a, pc));
+      if (other_wrote) shared_hazard(a, "WAW", offset + i, c.writer, "wrote", "wrote", pc);
+      if (c.read_phase == phase && c.reader != me && !ordered_by_warp(c.read_warp, c.read_warp_epoch)) {
+        if (c.reader == kManyReaders) many_readers_hazard(a, offset + i, pc);
         shared_hazard(a, "WAR", offset + i, c.reader, "read", "wrote", pc);
       }
       c.write_phase = phase;
       c.writer = me;
+      c.write_warp_epoch = warp_epoch;
     }
   }
 }
@@ -298,23 +328,35 @@ uint32_t* writer_tags(Region& r, uint64_t launch) {
   return w;
 }
 
+[[noreturn, gnu::noinline, gnu::cold]] void global_hazard(const KernelAccess& a, const Region& r, size_t offset,
+                                                           uint32_t old, const void* pc) {
+  const uint64_t other = (old & 0xffff) - 1;  // the block's linear number, modulo 65535
+  fail(cudaErrorLaunchFailure, [&] {
+    const dim3 g = a.grid_dim;
+    const uint64_t blocks = uint64_t{g.x} * g.y * g.z;
+    const std::string other_text =
+        blocks <= 0xffff ? "block " + dims(uint3{static_cast<unsigned>(other % g.x),
+                                                 static_cast<unsigned>(other / g.x % g.y),
+                                                 static_cast<unsigned>(other / (uint64_t{g.x} * g.y))})
+                         : "the block whose linear number is " + std::to_string(other) + " modulo 65535";
+    return "racecheck: global-memory WAW hazard at " + hex(reinterpret_cast<uintptr_t>(r.base) + offset) + ": " +
+           other_text + " and block " + dims(a.block) +
+           " of one grid both write it without atomics (a grid's blocks are unordered), " + who(a, pc);
+  });
+}
+
 void check_global_writers(KernelAccess& a, Region& r, size_t offset, size_t bytes, const void* pc) {
   uint32_t* w = writer_tags(r, a.launch_number);
   if (!w) return;
+  // Plain loads and stores (a locked exchange per byte made checked kernels several
+  // times slower): two blocks on two CPU threads writing one byte at the same instant
+  // may both miss the other, a hazard lost, never one invented.
   for (size_t i = 0; i < bytes; ++i) {
-    const uint32_t old = __atomic_exchange_n(&w[offset + i], a.block_tag, __ATOMIC_RELAXED);
-    if (old != 0 && old != a.block_tag && (old >> 16) == (a.block_tag >> 16)) {
-      const uint64_t other = (old & 0xffff) - 1;  // the block's linear number, modulo 65535
-      const dim3 g = a.grid_dim;
-      const uint64_t blocks = uint64_t{g.x} * g.y * g.z;
-      const std::string other_text =
-          blocks <= 0xffff ? "block " + dims(uint3{static_cast<unsigned>(other % g.x), static_cast<unsigned>(other / g.x % g.y),
-                                                   static_cast<unsigned>(other / (uint64_t{g.x} * g.y))})
-                           : "the block whose linear number is " + std::to_string(other) + " modulo 65535";
-      fail(cudaErrorLaunchFailure,
-           "racecheck: global-memory WAW hazard at " + hex(reinterpret_cast<uintptr_t>(r.base) + offset + i) + ": " +
-               other_text + " and block " + dims(a.block) +
-               " of one grid both write it without atomics (a grid's blocks are unordered), " + who(a, pc));
+    const uint32_t old = w[offset + i];
+    if (old == a.block_tag) continue;
+    w[offset + i] = a.block_tag;
+    if (old != 0 && (old >> 16) == (a.block_tag >> 16)) {
+      global_hazard(a, r, offset + i, old, pc);
     }
   }
 }
@@ -421,11 +463,82 @@ void begin_block(KernelAccess& a) {
 
 void next_phase(KernelAccess& a) { a.phase = new_phase(); }
 
-[[noreturn]] void shared_overrun(const KernelAccess& a, size_t offset, size_t bytes, AccessKind kind, const void* pc) {
-  fail(cudaErrorIllegalAddress, std::string("memcheck: invalid shared-memory ") + kind_text(kind) + " of " +
-                                    std::to_string(bytes) + " bytes at byte " + std::to_string(offset) + " of the block's " +
-                                    std::to_string(a.shared_bytes) + " bytes of dynamic shared memory, " + who(a, pc));
+[[noreturn, gnu::noinline, gnu::cold]] void shared_overrun(const KernelAccess& a, size_t offset, size_t bytes, AccessKind kind, const void* pc) {
+  fail(cudaErrorIllegalAddress, [&] {
+    return std::string("memcheck: invalid shared-memory ") + kind_text(kind) + " of " + std::to_string(bytes) +
+           " bytes at byte " + std::to_string(offset) + " of the block's " + std::to_string(a.shared_bytes) +
+           " bytes of dynamic shared memory, " + who(a, pc);
+  });
 }
+
+// ---- the faults of check_access: cold, out of its way ----
+namespace {
+
+[[noreturn, gnu::noinline, gnu::cold]] void outside_fault(KernelAccess& a, uintptr_t x, size_t bytes,
+                                                           AccessKind kind, const void* pc) {
+  // Just past the shared memory (its neighbours are host heap): name the shared memory.
+  if (x - a.shared_lo < a.shared_bytes + kSharedOverrunWindow) shared_overrun(a, x - a.shared_lo, bytes, kind, pc);
+  fail(cudaErrorIllegalAddress, [&] {
+    return std::string("memcheck: invalid ") + kind_text(kind) + " of " + std::to_string(bytes) + " bytes at " +
+           hex(x) + ", " + who(a, pc) + ": " + outside_regions(x);
+  });
+}
+
+[[noreturn, gnu::noinline, gnu::cold]] void region_fault(KernelAccess& a, const Region& r, uintptr_t x, size_t bytes,
+                                                          AccessKind kind, const void* pc) {
+  const size_t offset = x - reinterpret_cast<uintptr_t>(r.base);
+  fail(cudaErrorIllegalAddress, [&] {
+    std::string why = r.device != a.device ? "device " + std::to_string(r.device) + "'s memory, which device " +
+                                                 std::to_string(a.device) + " cannot reach"
+                                           : "it runs " + std::to_string(offset + bytes - r.bytes) +
+                                                 " bytes past the end of the " + std::to_string(r.bytes) +
+                                                 "-byte allocation at " + hex(reinterpret_cast<uintptr_t>(r.base));
+    return std::string("memcheck: invalid ") + kind_text(kind) + " of " + std::to_string(bytes) + " bytes at " +
+           hex(x) + ", " + who(a, pc) + ": " + why;
+  });
+}
+
+// A byte of the access lacks a state bit it needs (`need`): not live, or not written.
+[[noreturn, gnu::noinline, gnu::cold]] void state_fault(KernelAccess& a, const Region& r, uintptr_t x, size_t bytes,
+                                                         AccessKind kind, uint8_t need, const void* pc) {
+  const uint8_t* s = r.state.get() + (x - reinterpret_cast<uintptr_t>(r.base));
+  size_t i = 0;
+  while (i + 1 < bytes && (s[i] & need) == need) ++i;
+  if ((need & kLive) && !(s[i] & kLive))
+    fail(cudaErrorIllegalAddress, [&] {
+      return std::string("memcheck: invalid ") + kind_text(kind) + " of " + std::to_string(bytes) + " bytes at " +
+             hex(x) + ", " + who(a, pc) + ": " + nearest_blocks(r, x + i);
+    });
+  fail(cudaErrorLaunchFailure, [&] {
+    return std::string("initcheck: ") + (kind == AccessKind::Read ? "read" : "atomic update") + " of " +
+           std::to_string(bytes) + " bytes at " + hex(x) + " reads byte " + hex(x + i) +
+           ", which nothing wrote since its block was allocated, " + who(a, pc);
+  });
+}
+
+// True when every one of the `bytes` state bytes at `s` has all the bits of `need`.
+// Plain loads: during a grid a byte only gains kWritten, and a racing writer of the same
+// byte is a hazard racecheck reports anyway.
+inline bool all_have(const uint8_t* s, size_t bytes, uint8_t need) {
+  const uint64_t want = need * 0x0101010101010101ull;
+  size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s + i, 8);
+    if ((w & want) != want) return false;
+  }
+  if (i + 4 <= bytes) {
+    uint32_t w;
+    std::memcpy(&w, s + i, 4);
+    if ((w & static_cast<uint32_t>(want)) != static_cast<uint32_t>(want)) return false;
+    i += 4;
+  }
+  for (; i < bytes; ++i)
+    if ((s[i] & need) != need) return false;
+  return true;
+}
+
+}  // namespace
 
 void check_access(KernelAccess& a, const void* p, size_t bytes, AccessKind kind, const void* pc) {
   const uintptr_t x = reinterpret_cast<uintptr_t>(p);
@@ -443,40 +556,21 @@ void check_access(KernelAccess& a, const void* p, size_t bytes, AccessKind kind,
   Region* r = lookup(x);
   if (r == nullptr) {
     if (!a.memcheck || is_static_data(x, bytes)) return;
-    // Just past the shared memory (its neighbours are host heap): name the shared memory.
-    if (x - a.shared_lo < a.shared_bytes + kSharedOverrunWindow) shared_overrun(a, x - a.shared_lo, bytes, kind, pc);
-    fail(cudaErrorIllegalAddress, std::string("memcheck: invalid ") + kind_text(kind) + " of " + std::to_string(bytes) +
-                                      " bytes at " + hex(x) + ", " + who(a, pc) + ": " + outside_regions(x));
+    outside_fault(a, x, bytes, kind, pc);
   }
   if (r->device < 0) return;  // mapped pinned host memory
   const size_t offset = x - reinterpret_cast<uintptr_t>(r->base);
-  if (a.memcheck && r->device != a.device)
-    fail(cudaErrorIllegalAddress, std::string("memcheck: invalid ") + kind_text(kind) + " of " + std::to_string(bytes) +
-                                      " bytes at " + hex(x) + ", " + who(a, pc) + ": device " +
-                                      std::to_string(r->device) + "'s memory, which device " +
-                                      std::to_string(a.device) + " cannot reach");
-  if (offset + bytes > r->bytes) {
+  if (r->device != a.device || offset + bytes > r->bytes) {
     if (!a.memcheck) return;
-    fail(cudaErrorIllegalAddress, std::string("memcheck: invalid ") + kind_text(kind) + " of " + std::to_string(bytes) +
-                                      " bytes at " + hex(x) + ", " + who(a, pc) + ": it runs " +
-                                      std::to_string(offset + bytes - r->bytes) + " bytes past the end of the " +
-                                      std::to_string(r->bytes) + "-byte allocation at " +
-                                      hex(reinterpret_cast<uintptr_t>(r->base)));
+    region_fault(a, *r, x, bytes, kind, pc);
   }
   uint8_t* s = r->state.get() + offset;
-  for (size_t i = 0; i < bytes; ++i) {
-    const uint8_t v = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
-    if (kind != AccessKind::Read) __atomic_store_n(&s[i], static_cast<uint8_t>(v | kWritten), __ATOMIC_RELAXED);
-    if (a.memcheck && !(v & kLive))
-      fail(cudaErrorIllegalAddress, std::string("memcheck: invalid ") + kind_text(kind) + " of " +
-                                        std::to_string(bytes) + " bytes at " + hex(x) + ", " + who(a, pc) + ": " +
-                                        nearest_blocks(*r, x + i));
-    if (a.initcheck && kind != AccessKind::Write && !(v & kWritten))
-      fail(cudaErrorLaunchFailure,
-           std::string("initcheck: ") + (kind == AccessKind::Read ? "read" : "atomic update") + " of " +
-               std::to_string(bytes) + " bytes at " + hex(x) + " reads byte " + hex(x + i) +
-               ", which nothing wrote since its block was allocated, " + who(a, pc));
-  }
+  const uint8_t need = static_cast<uint8_t>((a.memcheck ? kLive : 0) |
+                                            (a.initcheck && kind != AccessKind::Write ? kWritten : 0));
+  if (need && !all_have(s, bytes, need)) [[unlikely]]
+    state_fault(a, *r, x, bytes, kind, need, pc);
+  if (kind != AccessKind::Read && !all_have(s, bytes, kWritten))
+    for (size_t i = 0; i < bytes; ++i) s[i] |= kWritten;
   if (a.racecheck && kind == AccessKind::Write) check_global_writers(a, *r, offset, bytes, pc);
 }
 

@@ -55,12 +55,13 @@ struct KernelAccess {
   uint3 thread{};
   dim3 block_dim, grid_dim;
   unsigned thread_linear = 0;
-  uint32_t block_tag = 0;       // (launch, block) as racecheck records a global writer
+  uint32_t block_tag = 0;                     // (launch, block) as racecheck records a global writer
   uintptr_t stack_lo = 0, stack_bytes = 0;    // the running fiber's stack
   uintptr_t shared_lo = 0, shared_bytes = 0;  // the block's dynamic shared memory
   uintptr_t params_lo = 0, params_bytes = 0;  // the launch's parameter block
   uintptr_t tls_lo = 0, tls_bytes = 0;        // threadIdx, blockIdx, blockDim, gridDim
-  uint32_t phase = 0;  // the barrier interval, unique on this CPU thread
+  uint32_t phase = 0;                         // the barrier interval, unique on this CPU thread
+  uint32_t* warp_epochs = nullptr;      // per warp: warp-synchronous operations completed
   bool memcheck = false, initcheck = false, racecheck = false;
 };
 // The calling CPU thread's kernel (nullptr outside one): the hooks return at once then.

@@ -29,6 +29,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <source_location>
 #include <tuple>
 #include <type_traits>
@@ -52,6 +53,28 @@ namespace mixt::cuda::emulated {
 // block's combined `predicate` for the counting forms. The barrier is named by its
 // source line (`file`, `line`): code the host compiler duplicates still names one barrier.
 int block_barrier(int kind, int predicate, const char* file, int line);
+// One warp-synchronous operation of the calling thread: it waits until every lane that
+// `mask` names has reached the same call (same source line, operation and mask), then
+// returns its result — the source lane's `value` for the shuffles, the ballot of the
+// lanes' `value != 0` for Ballot/Any/All. A lane that never arrives (it exited, waits at
+// a __syncthreads or at another warp operation), a mask without the calling lane, or a
+// bad width is a synccheck fault. Warps are 32 consecutive threads of the block's linear order.
+enum class WarpOp : uint8_t { Sync, Shfl, ShflUp, ShflDown, ShflXor, Ballot, Any, All };
+uint64_t warp_sync(WarpOp op, unsigned mask, uint64_t value, int arg, int width, const char* file, int line);
+// The lanes of the caller's warp that have not exited (__activemask).
+unsigned active_mask();
+
+template <class T>
+T shuffle(WarpOp op, unsigned mask, T var, int arg, int width, const char* file, int line) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "warp shuffles move values of up to 8 bytes");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &var, sizeof(T));
+  bits = warp_sync(op, mask, bits, arg, width, file, line);
+  T out;
+  std::memcpy(&out, &bits, sizeof(T));
+  return out;
+}
+
 // The block's dynamic shared memory (exactly the launch's size, poisoned at block start).
 unsigned char* dynamic_shared_memory();
 // MIXT_EMULATED_MAX_BLOCKS: the most blocks a grid-stride or row-striding launch uses
@@ -148,6 +171,47 @@ inline int __syncthreads_and(int p, const char* file = __builtin_FILE(), int lin
 inline int __syncthreads_count(int p, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   return mixt::cuda::emulated::block_barrier(3, p, file, line);
 }
+// The warp intrinsics (CUDA C++ Programming Guide, warp shuffle, vote and __syncwarp).
+template <class T>
+inline T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize, const char* file = __builtin_FILE(),
+                     int line = __builtin_LINE()) {
+  return mixt::cuda::emulated::shuffle(mixt::cuda::emulated::WarpOp::Shfl, mask, var, src_lane, width, file, line);
+}
+template <class T>
+inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize, const char* file = __builtin_FILE(),
+                        int line = __builtin_LINE()) {
+  return mixt::cuda::emulated::shuffle(mixt::cuda::emulated::WarpOp::ShflUp, mask, var, static_cast<int>(delta), width,
+                                       file, line);
+}
+template <class T>
+inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
+                          const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return mixt::cuda::emulated::shuffle(mixt::cuda::emulated::WarpOp::ShflDown, mask, var, static_cast<int>(delta),
+                                       width, file, line);
+}
+template <class T>
+inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize, const char* file = __builtin_FILE(),
+                         int line = __builtin_LINE()) {
+  return mixt::cuda::emulated::shuffle(mixt::cuda::emulated::WarpOp::ShflXor, mask, var, lane_mask, width, file, line);
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate, const char* file = __builtin_FILE(),
+                              int line = __builtin_LINE()) {
+  return static_cast<unsigned>(
+      mixt::cuda::emulated::warp_sync(mixt::cuda::emulated::WarpOp::Ballot, mask, predicate != 0, 0, 32, file, line));
+}
+inline int __any_sync(unsigned mask, int predicate, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return static_cast<int>(
+      mixt::cuda::emulated::warp_sync(mixt::cuda::emulated::WarpOp::Any, mask, predicate != 0, 0, 32, file, line));
+}
+inline int __all_sync(unsigned mask, int predicate, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return static_cast<int>(
+      mixt::cuda::emulated::warp_sync(mixt::cuda::emulated::WarpOp::All, mask, predicate != 0, 0, 32, file, line));
+}
+inline void __syncwarp(unsigned mask = 0xffffffffu, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  mixt::cuda::emulated::warp_sync(mixt::cuda::emulated::WarpOp::Sync, mask, 0, 0, 32, file, line);
+}
+inline unsigned __activemask() { return mixt::cuda::emulated::active_mask(); }
+
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -25,8 +26,8 @@
 #include <vector>
 
 // device_runtime.h first: it defines the CUDA qualifiers before any CUDA header does.
-#include <mixt/kernels/cuda/emulated/device_runtime.h>
 #include <mixt/kernels/cuda/emulated/access_checks.h>
+#include <mixt/kernels/cuda/emulated/device_runtime.h>
 #include <mixt/kernels/cuda/emulated/emulator.h>
 #include <mixt/kernels/cuda/emulated/executor.h>
 #include <mixt/kernels/cuda/emulated/runtime_state.h>
@@ -86,7 +87,9 @@ struct StackPool {
   void put(Stack s) { free.push_back(s); }
 };
 
-enum class FiberState : uint8_t { NotStarted, Running, AtBarrier, Exited };
+// AtWarp: waiting at a warp-synchronous operation (__shfl_sync, __ballot_sync, __syncwarp,
+// ...); WarpDone: that operation completed and the thread may go on.
+enum class FiberState : uint8_t { NotStarted, Running, AtBarrier, AtWarp, WarpDone, Exited };
 
 // One fiber: a stack on which CUDA threads run one after another until one of them
 // waits at a barrier; that thread then keeps the fiber until it exits.
@@ -100,12 +103,17 @@ struct Fiber {
 struct CudaThread {
   uint3 index{};
   FiberState state = FiberState::NotStarted;
-  int fiber = -1;  // the fiber it runs on (while at a barrier)
+  int fiber = -1;                      // the fiber it runs on (while at a barrier)
   const char* barrier_file = nullptr;  // the barrier's source line
   int barrier_line = 0;
   int barrier_kind = 0;
   int predicate = 0;
   int result = 0;
+  // At a warp-synchronous operation (barrier_file/line name it too).
+  WarpOp warp_op = WarpOp::Sync;
+  unsigned warp_mask = 0;
+  int warp_arg = 0, warp_width = 32;
+  uint64_t warp_value = 0, warp_result = 0;
 };
 
 struct Grid;
@@ -124,7 +132,7 @@ struct BlockRun {
   void* scheduler_fake_stack = nullptr;
   const void* scheduler_bottom = nullptr;
   size_t scheduler_size = 0;
-  KernelAccess access;  // what the access checks know of the running thread
+  KernelAccess access;   // what the access checks know of the running thread
   bool faulted = false;  // a check failed: the block stops
 };
 
@@ -168,11 +176,139 @@ std::string thread_list(const std::vector<unsigned>& ids) {
   return out;
 }
 
+std::string hex_mask(unsigned m) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", m);
+  return buf;
+}
+
+const char* warp_op_name(WarpOp op) {
+  switch (op) {
+    case WarpOp::Sync:
+      return "__syncwarp";
+    case WarpOp::Shfl:
+      return "__shfl_sync";
+    case WarpOp::ShflUp:
+      return "__shfl_up_sync";
+    case WarpOp::ShflDown:
+      return "__shfl_down_sync";
+    case WarpOp::ShflXor:
+      return "__shfl_xor_sync";
+    case WarpOp::Ballot:
+      return "__ballot_sync";
+    case WarpOp::Any:
+      return "__any_sync";
+    case WarpOp::All:
+      return "__all_sync";
+  }
+  return "?";
+}
+
+std::string short_file(const char* f) {
+  std::string file = f ? f : "?";
+  if (const size_t k = file.rfind("kernels/"); k != std::string::npos) file = file.substr(k);
+  return file;
+}
+
 // "kernels/cuda/reduce.cuh:65": where a thread waits.
 std::string barrier_text(const CudaThread& t) {
-  std::string file = t.barrier_file ? t.barrier_file : "?";
-  if (const size_t k = file.rfind("kernels/"); k != std::string::npos) file = file.substr(k);
-  return file + ":" + std::to_string(t.barrier_line);
+  return short_file(t.barrier_file) + ":" + std::to_string(t.barrier_line);
+}
+
+// The lane whose value lane `lane` receives from a shuffle (`op`, its `arg` and `width`
+// as the CUDA C++ Programming Guide's warp shuffle functions define them).
+unsigned shuffle_source(WarpOp op, unsigned lane, int arg, int width) {
+  const unsigned w = static_cast<unsigned>(width), segment = lane & ~(w - 1);
+  switch (op) {
+    case WarpOp::Shfl:
+      return segment + (static_cast<unsigned>(arg) & (w - 1));
+    case WarpOp::ShflUp:
+      return lane - segment >= static_cast<unsigned>(arg) ? lane - static_cast<unsigned>(arg) : lane;
+    case WarpOp::ShflDown:
+      return lane - segment + static_cast<unsigned>(arg) < w ? lane + static_cast<unsigned>(arg) : lane;
+    case WarpOp::ShflXor: {
+      const unsigned src = lane ^ static_cast<unsigned>(arg);
+      return (src & ~(w - 1)) > segment ? lane : src;  // a later group's lane: the caller's own value
+    }
+    default:
+      return lane;
+  }
+}
+
+// Why lane `m` of the warp at `base` is not at `t`'s warp operation.
+std::string absent_text(const std::vector<CudaThread>& threads, unsigned base, unsigned m) {
+  if (base + m >= threads.size())
+    return "does not exist (the block has " + std::to_string(threads.size()) + " threads)";
+  const CudaThread& u = threads[base + m];
+  if (u.state == FiberState::Exited) return "has exited";
+  if (u.state == FiberState::AtBarrier) return "waits at the barrier at " + barrier_text(u);
+  return std::string("waits at ") + warp_op_name(u.warp_op) + " at " + barrier_text(u) + " with mask " +
+         hex_mask(u.warp_mask);
+}
+
+// Completes every warp-synchronous operation whose named lanes have all arrived (they
+// become WarpDone with their results). Returns -1 when no thread waits at one, 1 when
+// some completed, 0 when none can (`why` then says which lane is missing: a synccheck
+// fault, a hang on the hardware).
+int settle_warps(std::vector<CudaThread>& threads, KernelAccess& ka, std::string& why) {
+  const unsigned n = static_cast<unsigned>(threads.size()), lanes_per_warp = limits::kWarpSize;
+  bool waiting = false, progressed = false;
+  for (unsigned base = 0; base < n; base += lanes_per_warp) {
+    const unsigned lanes = std::min(lanes_per_warp, n - base);
+    for (unsigned l = 0; l < lanes; ++l) {
+      const CudaThread& t = threads[base + l];
+      if (t.state != FiberState::AtWarp) continue;
+      waiting = true;
+      const auto here = [&](const CudaThread& u) {
+        return u.state == FiberState::AtWarp && u.warp_op == t.warp_op && u.warp_mask == t.warp_mask &&
+               u.barrier_line == t.barrier_line &&
+               (u.barrier_file == t.barrier_file || std::strcmp(u.barrier_file, t.barrier_file) == 0);
+      };
+      unsigned missing = lanes_per_warp;
+      for (unsigned m = 0; m < lanes_per_warp && missing == lanes_per_warp; ++m)
+        if ((t.warp_mask >> m & 1u) && (m >= lanes || !here(threads[base + m]))) missing = m;
+      if (missing != lanes_per_warp) {
+        if (why.empty())
+          why = "lane " + std::to_string(missing) + " of warp " + std::to_string(base / lanes_per_warp) +
+                ", named in the mask " + hex_mask(t.warp_mask) + " of " + warp_op_name(t.warp_op) + " at " +
+                barrier_text(t) + " (where lane " + std::to_string(l) + " waits), " +
+                absent_text(threads, base, missing);
+        continue;
+      }
+      uint64_t ballot = 0;
+      for (unsigned m = 0; m < lanes; ++m)
+        if ((t.warp_mask >> m & 1u) && threads[base + m].warp_value != 0) ballot |= uint64_t{1} << m;
+      for (unsigned m = 0; m < lanes; ++m) {
+        if (!(t.warp_mask >> m & 1u)) continue;
+        CudaThread& u = threads[base + m];
+        switch (u.warp_op) {
+          case WarpOp::Sync:
+            u.warp_result = 0;
+            break;
+          case WarpOp::Ballot:
+            u.warp_result = ballot;
+            break;
+          case WarpOp::Any:
+            u.warp_result = ballot != 0;
+            break;
+          case WarpOp::All:
+            u.warp_result = ballot == t.warp_mask;
+            break;
+          default: {
+            const unsigned src = shuffle_source(u.warp_op, m, u.warp_arg, u.warp_width);
+            // A source lane outside the mask gives an undefined value: the poison.
+            u.warp_result = src < lanes && (t.warp_mask >> src & 1u) ? threads[base + src].warp_value : ~uint64_t{0};
+          }
+        }
+        u.state = FiberState::WarpDone;
+      }
+      ++ka.warp_epochs[base / lanes_per_warp];  // racecheck: the lanes' accesses before it precede those after
+      progressed = true;
+    }
+  }
+  if (!waiting) return -1;
+  if (progressed) why.clear();
+  return progressed ? 1 : 0;
 }
 
 // The access checks' view of the thread that runs now.
@@ -256,8 +392,11 @@ uint64_t mix(uint64_t x) {
 void thread_order(std::vector<unsigned>& order, uint64_t block_seed, int phase) {
   std::iota(order.begin(), order.end(), 0u);
   switch (settings().order) {
-    case BlockOrder::Natural: break;
-    case BlockOrder::Reverse: std::reverse(order.begin(), order.end()); break;
+    case BlockOrder::Natural:
+      break;
+    case BlockOrder::Reverse:
+      std::reverse(order.begin(), order.end());
+      break;
     case BlockOrder::Shuffle: {
       std::mt19937_64 g(mix(block_seed ^ (static_cast<uint64_t>(phase) << 40)));
       std::shuffle(order.begin(), order.end(), g);
@@ -308,6 +447,8 @@ bool run_block(const Grid& grid, uint64_t linear_block) {
                            reinterpret_cast<uintptr_t>(&blockDim), reinterpret_cast<uintptr_t>(&gridDim)};
   ka.tls_lo = *std::min_element(std::begin(tls), std::end(tls));
   ka.tls_bytes = *std::max_element(std::begin(tls), std::end(tls)) + sizeof(dim3) - ka.tls_lo;
+  std::vector<uint32_t> warp_epochs((n + limits::kWarpSize - 1) / limits::kWarpSize, 0);
+  ka.warp_epochs = warp_epochs.data();
   ka.memcheck = st.memcheck;
   ka.initcheck = st.initcheck;
   ka.racecheck = st.racecheck;
@@ -332,6 +473,24 @@ bool run_block(const Grid& grid, uint64_t linear_block) {
       }
     }
     if (b.faulted) break;  // a check failed; its fault is recorded
+    // Warp-synchronous operations: complete those whose lanes all arrived, run their
+    // threads on, until every thread waits at a barrier or has exited.
+    for (;;) {
+      std::string why;
+      const int settled = settle_warps(threads, ka, why);
+      if (settled < 0) break;
+      if (settled == 0) {
+        fault = "synccheck: in " + grid.name + ", block " + dim_text(blockIdx) + ": " + why +
+                " (every lane a mask names must reach the same warp-synchronous call)";
+        break;
+      }
+      for (unsigned t : order) {
+        if (b.faulted) break;
+        if (threads[t].state == FiberState::WarpDone) resume(b, threads[t].fiber);
+      }
+      if (b.faulted) break;
+    }
+    if (b.faulted || !fault.empty()) break;
     std::vector<unsigned> waiting, exited;
     for (unsigned t = 0; t < n; ++t) (threads[t].state == FiberState::Exited ? exited : waiting).push_back(t);
     if (waiting.empty()) break;
@@ -463,18 +622,9 @@ std::atomic<uint64_t> g_launches{0};
 
 }  // namespace
 
-int block_barrier(int kind, int predicate, const char* file, int line) {
-  BlockRun* b = t_block;
-  if (b == nullptr || b->current == nullptr) {
-    record_fault(cudaErrorLaunchFailure, "__syncthreads called outside a kernel");
-    return 0;
-  }
-  CudaThread* me = b->current;
-  me->state = FiberState::AtBarrier;
-  me->barrier_file = file;
-  me->barrier_line = line;
-  me->barrier_kind = kind;
-  me->predicate = predicate != 0 ? 1 : 0;
+// Suspends the running CUDA thread (its state says what it waits for) until the
+// scheduler resumes it.
+void suspend(BlockRun* b, CudaThread* me) {
   Fiber* fiber = &(*b->fibers)[static_cast<size_t>(me->fiber)];
 #if defined(MIXT_EMULATED_ASAN)
   __sanitizer_start_switch_fiber(&fiber->fake_stack, b->scheduler_bottom, b->scheduler_size);
@@ -488,7 +638,66 @@ int block_barrier(int kind, int predicate, const char* file, int line) {
 #endif
   me->state = FiberState::Running;
   set_running(b, *me);
+}
+
+int block_barrier(int kind, int predicate, const char* file, int line) {
+  BlockRun* b = t_block;
+  if (b == nullptr || b->current == nullptr) {
+    record_fault(cudaErrorLaunchFailure, "__syncthreads called outside a kernel");
+    return 0;
+  }
+  CudaThread* me = b->current;
+  me->state = FiberState::AtBarrier;
+  me->barrier_file = file;
+  me->barrier_line = line;
+  me->barrier_kind = kind;
+  me->predicate = predicate != 0 ? 1 : 0;
+  suspend(b, me);
   return me->result;
+}
+
+uint64_t warp_sync(WarpOp op, unsigned mask, uint64_t value, int arg, int width, const char* file, int line) {
+  BlockRun* b = t_block;
+  if (b == nullptr || b->current == nullptr) {
+    record_fault(cudaErrorLaunchFailure, "a warp-synchronous intrinsic called outside a kernel");
+    return 0;
+  }
+  CudaThread* me = b->current;
+  const unsigned lane = b->access.thread_linear % limits::kWarpSize;
+  const bool in_mask = mask >> lane & 1u;
+  if (!in_mask || width < 1 || width > limits::kWarpSize || (width & (width - 1)) != 0) {
+    {  // the report's strings are freed before the fiber is left for good
+      const std::string why =
+          !in_mask ? "the mask " + hex_mask(mask) + " does not name the calling lane " + std::to_string(lane)
+                   : "width " + std::to_string(width) + " is not a power of two from 1 to 32";
+      record_fault(cudaErrorLaunchFailure, "synccheck: " + std::string(warp_op_name(op)) + " at " + short_file(file) +
+                                               ":" + std::to_string(line) + " in " + b->grid->name + ", block " +
+                                               dim_text(b->access.block) + ", thread " + dim_text(me->index) + ": " +
+                                               why);
+    }
+    abandon_kernel();
+  }
+  me->state = FiberState::AtWarp;
+  me->barrier_file = file;
+  me->barrier_line = line;
+  me->warp_op = op;
+  me->warp_mask = mask;
+  me->warp_value = value;
+  me->warp_arg = arg;
+  me->warp_width = width;
+  suspend(b, me);
+  return me->warp_result;
+}
+
+unsigned active_mask() {
+  BlockRun* b = t_block;
+  if (b == nullptr || b->current == nullptr) return 0;
+  const unsigned first = b->access.thread_linear / limits::kWarpSize * limits::kWarpSize;
+  const std::vector<CudaThread>& threads = *b->threads;
+  unsigned mask = 0;
+  for (unsigned l = 0; l < static_cast<unsigned>(limits::kWarpSize) && first + l < threads.size(); ++l)
+    if (threads[first + l].state != FiberState::Exited) mask |= 1u << l;
+  return mask;
 }
 
 void abandon_kernel() {
