@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <shared_mutex>
 #include <string>
 #include <utility>
@@ -364,15 +365,18 @@ void check_global_writers(KernelAccess& a, Region& r, size_t offset, size_t byte
 }  // namespace
 
 // ---- regions ----
-void track_device_region(const char* base, size_t bytes, int device) {
+bool track_device_region(const char* base, size_t bytes, int device) {
+  std::unique_ptr<uint8_t[]> state(new (std::nothrow) uint8_t[bytes]);
+  if (!state) return false;
+  std::memset(state.get(), kLive, bytes);
   auto r = std::make_shared<Region>();
   r->base = base;
   r->bytes = bytes;
   r->device = device;
-  r->state.reset(new uint8_t[bytes]);
-  std::memset(r->state.get(), kLive, bytes);
+  r->state = std::move(state);
   std::unique_lock<std::shared_mutex> lock(g_regions_mutex);
   g_regions[base] = std::move(r);
+  return true;
 }
 
 void track_pinned_region(const char* base, size_t bytes) {
@@ -541,8 +545,7 @@ inline bool all_have(const uint8_t* s, size_t bytes, uint8_t need) {
 }  // namespace
 
 void check_access(KernelAccess& a, const void* p, size_t bytes, AccessKind kind, const void* pc) {
-  const uintptr_t x = reinterpret_cast<uintptr_t>(p);
-  if (x - a.stack_lo < a.stack_bytes) return;
+  const uintptr_t x = reinterpret_cast<uintptr_t>(p);  // not on the thread's stack: the hooks skip that
   if (x - a.tls_lo < a.tls_bytes || x - a.params_lo < a.params_bytes) return;
   if (x - a.shared_lo < a.shared_bytes) {
     const size_t offset = x - a.shared_lo;

@@ -23,8 +23,9 @@
 namespace mixt::cuda::emulated {
 
 // ---- regions (runtime_memory.cpp, under its own lock) ----
-// Device memory from cudaMalloc: every byte addressable, none written.
-void track_device_region(const char* base, size_t bytes, int device);
+// Device memory from cudaMalloc: every byte addressable, none written. False when the
+// host has no room for its shadow state (cudaMalloc then fails as out of memory).
+bool track_device_region(const char* base, size_t bytes, int device);
 // Mapped pinned host memory: kernels may touch it, unchecked.
 void track_pinned_region(const char* base, size_t bytes);
 // cudaFree / cudaFreeHost.
@@ -74,7 +75,8 @@ void begin_block(KernelAccess& a);
 void next_phase(KernelAccess& a);
 
 enum class AccessKind : uint8_t { Read, Write, Atomic };
-// Checks one access of device code (`pc`: the instruction's address, for the report).
+// Checks one access of device code (`pc`: the instruction's address, for the report);
+// accesses to the running fiber's own stack are filtered out by the caller (the hooks).
 void check_access(KernelAccess& a, const void* p, size_t bytes, AccessKind kind, const void* pc);
 
 // Ends the calling CUDA thread's kernel after a failed check (the executor abandons the

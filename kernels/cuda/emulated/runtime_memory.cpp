@@ -56,9 +56,13 @@ cudaError_t allocate(void** out, size_t bytes, MemoryKind kind) {
   void* p = ::operator new[](bytes, kAlign, std::nothrow);
   if (p == nullptr) return set_last_error(cudaErrorMemoryAllocation);
   std::memset(p, kind == MemoryKind::Device ? 0xff : 0, bytes);
+  // The access checks' shadow state (a byte per byte): no room for it is out of memory too.
+  if (kind == MemoryKind::Device && !track_device_region(static_cast<const char*>(p), bytes, device)) {
+    ::operator delete[](p, kAlign);
+    return set_last_error(cudaErrorMemoryAllocation);
+  }
+  if (kind == MemoryKind::PinnedHost) track_pinned_region(static_cast<const char*>(p), bytes);
   g_blocks[static_cast<const char*>(p)] = Block{kind, kind == MemoryKind::Device ? device : -1, bytes};
-  if (kind == MemoryKind::Device) track_device_region(static_cast<const char*>(p), bytes, device);
-  else track_pinned_region(static_cast<const char*>(p), bytes);
   if (kind == MemoryKind::Device) g_used[device] += bytes;
   touch_context(device);
   *out = p;
